@@ -1,0 +1,133 @@
+"""Blocking ``pop`` for the queues: coroutines wait without polling (private).
+
+Each queue guards its state with one ``threading.RLock`` and owns one
+:class:`Waiters`, guarded by that same lock. A coroutine that finds the queue
+empty parks an ``asyncio.Future`` of its own event loop in ``Waiters`` and awaits
+it; a writer that makes an item available resolves the oldest parked future,
+directly when the waiter's loop runs in the writer's thread, otherwise through
+``loop.call_soon_threadsafe``. A writer only tests ``if waiters:`` when nobody
+waits, so the hot add path pays one truthiness check.
+
+Protocol (every queue follows it):
+
+* a writer calls :meth:`Waiters.wake` once per newly poppable item, with the lock
+  held, and only ``if waiters:``; ``close`` calls :meth:`Waiters.wake_all`;
+* a woken coroutine takes the lock again and re-checks: it pops if an item is
+  there and parks again otherwise (another consumer may have been faster);
+* a coroutine cancelled after its wakeup was sent passes the wakeup on to the
+  next waiter if items remain, so a cancellation never swallows a wakeup meant
+  for someone else; one cancelled while still parked removes its future.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import TypeVar
+
+from .queue import QueueClosed, QueueEmpty
+
+__all__ = ["Waiters", "pop_blocking", "pop_nowait"]
+
+_A = TypeVar("_A")
+_R = TypeVar("_R")
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    # Runs on the waiter's own loop; the waiter may have been cancelled meanwhile.
+    if not fut.done():
+        fut.set_result(None)
+
+
+class Waiters(deque["asyncio.Future[None]"]):
+    """Futures of the coroutines parked in ``pop``, oldest first.
+
+    Not thread-safe by itself: every method must be called with the owning
+    queue's lock held.
+    """
+
+    __slots__ = ()
+
+    def wake(self, n: int = 1) -> None:
+        """Wake up to ``n`` parked coroutines, oldest first."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # a writer on a thread without a loop
+            running = None
+        while n > 0 and self:
+            fut = self.popleft()
+            if fut.done():
+                # Cancelled while parked; its coroutine cleans up after itself.
+                continue
+            loop = fut.get_loop()
+            if loop is running:
+                fut.set_result(None)
+            else:
+                try:
+                    loop.call_soon_threadsafe(_resolve, fut)
+                except RuntimeError:
+                    # That loop is closed: its coroutine can never resume.
+                    continue
+            n -= 1
+
+    def wake_all(self) -> None:
+        """Wake every parked coroutine (used by ``close``)."""
+        self.wake(len(self))
+
+
+def _has_items(ready: Callable[[], bool]) -> bool:
+    try:
+        return ready()
+    except QueueClosed:
+        return False
+
+
+async def pop_blocking(
+    lock: threading.RLock,
+    waiters: Waiters,
+    ready: Callable[[], bool],
+    pop: Callable[[_A], _R],
+    arg: _A,
+) -> _R:
+    """Wait until ``ready()`` and return ``pop(arg)``, both called with ``lock`` held.
+
+    ``ready()`` returns whether an item can be popped, or raises
+    :class:`QueueClosed` when the queue is closed and empty; that error propagates.
+    Cancellation is safe at any point: nothing is popped unless ``pop`` ran.
+    """
+    loop = asyncio.get_running_loop()
+    while True:
+        with lock:
+            if ready():
+                return pop(arg)
+            fut: asyncio.Future[None] = loop.create_future()
+            waiters.append(fut)
+        try:
+            await fut
+        except BaseException:
+            with lock:
+                try:
+                    waiters.remove(fut)
+                except ValueError:
+                    # A writer already spent a wakeup on us: hand it on.
+                    if waiters and _has_items(ready):
+                        waiters.wake()
+            raise
+
+
+def pop_nowait(
+    lock: threading.RLock,
+    ready: Callable[[], bool],
+    pop: Callable[[_A], _R],
+    arg: _A,
+) -> _R:
+    """``pop(arg)`` under ``lock`` if ``ready()``, else raise :class:`QueueEmpty`.
+
+    :class:`QueueClosed` from ``ready()`` propagates.
+    """
+    with lock:
+        if ready():
+            return pop(arg)
+    raise QueueEmpty("the queue is empty")

@@ -1,0 +1,497 @@
+"""FIFO and RealFIFO: the two other queues (client-go's ``fifo.go`` and
+``the_real_fifo.go``).
+
+* :class:`FIFO` keeps one item per key, the latest; a delete drops the item.
+  Use it to process the newest version of each object once, ignoring deletions.
+* :class:`RealFIFO` keeps every event, in order, with no per-key compression; it
+  is what informers use by default.
+
+Thread-safety, ownership and the blocking ``pop`` work as for
+:class:`~kubereflector.DeltaFIFO`: one ``threading.RLock`` per queue, ``process``
+runs under it, queued objects are to be treated as immutable.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from typing import Any
+
+from ._wakeup import Waiters, pop_blocking, pop_nowait
+from .delta_fifo import Delta, Deltas, DeltaType, TransformFunc, _object_key
+from .keys import DeletedFinalStateUnknown, KeyFunc, meta_namespace_key_func
+from .queue import QueueClosed
+from .store import KeyListerGetter
+
+__all__ = ["FIFO", "RealFIFO"]
+
+_log = logging.getLogger("kubereflector.fifo")
+
+_ADDED = DeltaType.ADDED
+_UPDATED = DeltaType.UPDATED
+_DELETED = DeltaType.DELETED
+_REPLACED = DeltaType.REPLACED
+_SYNC = DeltaType.SYNC
+
+_DEFAULT_BATCH_SIZE = 1000
+"""client-go's default upper bound on a RealFIFO batch."""
+
+
+class FIFO:
+    """A queue holding the latest object of each key, popped in first-queued order.
+
+    ``add``/``update`` store the object under its key: a key not queued goes to
+    the back, a queued key keeps its place and gets the newer object. ``delete``
+    removes the key from the queue. ``replace`` swaps the whole content for the
+    given items, in their order. ``pop`` hands ``process(obj, is_in_initial_list)``
+    the object itself.
+
+    A key function error propagates and leaves the queue unchanged. Every method
+    is thread-safe.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_closed",
+        "_initial_keys",
+        "_items",
+        "_key_func",
+        "_lock",
+        "_populated",
+        "_waiters",
+    )
+
+    def __init__(self, key_func: KeyFunc = meta_namespace_key_func) -> None:
+        self._key_func = key_func
+        self._lock = threading.RLock()
+        self._waiters = Waiters()
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._populated = False
+        # Keys of the first replace not yet popped (nor deleted, nor replaced away).
+        self._initial_keys: set[str] = set()
+        self._closed = False
+
+    def add(self, obj: Any) -> None:
+        """Queue ``obj`` under its key (keeping the key's place if it is queued)."""
+        key = _object_key(self._key_func, obj)
+        with self._lock:
+            self._populated = True
+            items = self._items
+            queued = key in items
+            items[key] = obj
+            if not queued and self._waiters:
+                self._waiters.wake()
+
+    def update(self, obj: Any) -> None:
+        """Same as :meth:`add`."""
+        self.add(obj)
+
+    def delete(self, obj: Any) -> None:
+        """Drop ``obj``'s key from the queue (nothing happens if it is not queued)."""
+        key = _object_key(self._key_func, obj)
+        with self._lock:
+            self._populated = True
+            self._items.pop(key, None)
+            if self._initial_keys:
+                self._initial_keys.discard(key)
+
+    def replace(self, items: list[Any], resource_version: str = "") -> None:
+        """Make ``items`` the whole content, queued in their order (a later item
+        with the same key wins, at the first one's place). ``resource_version``
+        is unused. The first ``replace`` (unless an add/update/delete came before)
+        defines the initial list for :meth:`has_synced`."""
+        key_func = self._key_func
+        new_items: OrderedDict[str, Any] = OrderedDict()
+        for obj in items:
+            new_items[_object_key(key_func, obj)] = obj
+        with self._lock:
+            if not self._populated:
+                self._populated = True
+                self._initial_keys = set(new_items)
+            elif self._initial_keys:
+                self._initial_keys.intersection_update(new_items)
+            self._items = new_items
+            if self._waiters:
+                self._waiters.wake(len(new_items))
+
+    def resync(self) -> None:
+        """Nothing to do: every stored object is always queued (kept for the
+        :class:`~kubereflector.ReflectorStore` protocol)."""
+
+    async def pop(self, process: Callable[[Any, bool], object]) -> Any:
+        """Wait for an item, remove it and hand it to
+        ``process(obj, is_in_initial_list)``; return it.
+
+        ``process`` runs with the queue's lock held (it must not block; it may
+        call read methods). Its exception propagates and the item is not
+        requeued. Raises :class:`QueueClosed` once closed and empty.
+        """
+        return await pop_blocking(
+            self._lock, self._waiters, self._ready_locked, self._pop_locked, process
+        )
+
+    def pop_nowait(self, process: Callable[[Any, bool], object]) -> Any:
+        """Like :meth:`pop` but raises :class:`QueueEmpty` instead of waiting."""
+        return pop_nowait(self._lock, self._ready_locked, self._pop_locked, process)
+
+    def _ready_locked(self) -> bool:
+        if self._items:
+            return True
+        if self._closed:
+            raise QueueClosed("the queue is closed")
+        return False
+
+    def _pop_locked(self, process: Callable[[Any, bool], object]) -> Any:
+        key, obj = self._items.popitem(last=False)
+        initial_keys = self._initial_keys
+        in_initial_list = not self._populated or bool(initial_keys)
+        try:
+            process(obj, in_initial_list)
+        finally:
+            if initial_keys:
+                initial_keys.discard(key)
+        return obj
+
+    def has_synced(self) -> bool:
+        """True once every item of the first ``replace`` still queued has been
+        popped and processed (items deleted or replaced away meanwhile no longer
+        count), or at once if an add/update/delete came before any ``replace``."""
+        with self._lock:
+            return self._populated and not self._initial_keys
+
+    def close(self) -> None:
+        """Close the queue: ``pop`` raises :class:`QueueClosed` once it is empty."""
+        with self._lock:
+            self._closed = True
+            self._waiters.wake_all()
+
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        with self._lock:
+            return self._closed
+
+    def list(self) -> builtins.list[Any]:
+        """The queued objects, in queue order."""
+        with self._lock:
+            return list(self._items.values())
+
+    def list_keys(self) -> builtins.list[str]:
+        """The queued keys, in queue order."""
+        with self._lock:
+            return list(self._items)
+
+    def get(self, obj: Any) -> Any | None:
+        """The object queued under ``obj``'s key, or ``None``."""
+        return self.get_by_key(_object_key(self._key_func, obj))
+
+    def get_by_key(self, key: str) -> Any | None:
+        """The object queued under ``key``, or ``None``."""
+        with self._lock:
+            return self._items.get(key)
+
+    def __len__(self) -> int:
+        """The number of queued items."""
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"<FIFO items={len(self._items)} closed={self._closed}>"
+
+
+class RealFIFO:
+    """A queue of every event, in arrival order (client-go's ``RealFIFO``).
+
+    Each ``add``/``update``/``delete`` queues one :class:`Delta`; nothing is merged
+    or dropped. ``replace`` reconciles against what is queued and what the
+    consumer knows (``known_objects``, required): it queues, in this order,
+
+    1. a Deleted tombstone for each key queued but absent from ``items``, unless
+       that key's last queued delta is already Deleted (the tombstone holds that
+       last queued object), in first-queued order;
+    2. a Deleted tombstone for each key of ``known_objects`` absent from
+       ``items`` and not queued (holding the known object);
+    3. a Replaced delta for each item, in order.
+
+    ``resync`` queues a Sync delta for each known object whose key has nothing
+    queued. ``pop`` hands ``process`` a one-element :class:`Deltas`; ``pop_batch``
+    hands several consecutive deltas at once.
+
+    A ``transformer`` runs on objects as they enter the queue, except on
+    tombstones and Sync deltas. A key function or transformer error propagates
+    and leaves the queue unchanged. Every method is thread-safe.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_closed",
+        "_initial_count",
+        "_items",
+        "_key_func",
+        "_known",
+        "_lock",
+        "_populated",
+        "_transformer",
+        "_waiters",
+    )
+
+    def __init__(
+        self,
+        key_func: KeyFunc = meta_namespace_key_func,
+        known_objects: KeyListerGetter | None = None,
+        transformer: TransformFunc | None = None,
+    ) -> None:
+        """``known_objects`` is required (raises :class:`TypeError` without it):
+        RealFIFO cannot detect deletions on ``replace`` nor resync without it."""
+        if known_objects is None:
+            raise TypeError("RealFIFO requires known_objects (the consumer's store)")
+        self._key_func = key_func
+        self._known = known_objects
+        self._transformer = transformer
+        self._lock = threading.RLock()
+        self._waiters = Waiters()
+        self._items: deque[Delta] = deque()
+        self._populated = False
+        # Deltas queued by the first replace not yet popped; they lead the queue.
+        self._initial_count = 0
+        self._closed = False
+
+    @property
+    def transformer(self) -> TransformFunc | None:
+        """The transform function given at construction, if any."""
+        return self._transformer
+
+    def key_of(self, obj: Any) -> str:
+        """The key of ``obj``: see :meth:`DeltaFIFO.key_of`."""
+        return _object_key(self._key_func, obj)
+
+    # -- producer side ------------------------------------------------------
+
+    def add(self, obj: Any) -> None:
+        """Queue an Added delta for ``obj``."""
+        self._queue_change(_ADDED, obj)
+
+    def update(self, obj: Any) -> None:
+        """Queue an Updated delta for ``obj``."""
+        self._queue_change(_UPDATED, obj)
+
+    def delete(self, obj: Any) -> None:
+        """Queue a Deleted delta for ``obj`` (always: RealFIFO drops nothing)."""
+        self._queue_change(_DELETED, obj)
+
+    def _queue_change(self, delta_type: DeltaType, obj: Any) -> None:
+        _object_key(self._key_func, obj)  # validates: a keyless object never enters
+        if self._transformer is not None and type(obj) is not DeletedFinalStateUnknown:
+            obj = self._transformer(obj)
+        with self._lock:
+            self._populated = True
+            self._items.append(Delta(delta_type, obj))
+            if self._waiters:
+                self._waiters.wake()
+
+    def replace(self, items: list[Any], resource_version: str = "") -> None:
+        """Queue the outcome of a relist; see the class docstring for what is
+        queued and in which order. ``resource_version`` is unused.
+
+        The first ``replace`` (unless an add/update/delete came before) defines the
+        initial list: :meth:`has_synced` turns true once every delta it queued has
+        been popped and processed. The queue is unchanged if a key function, the
+        transformer or ``known_objects`` raises.
+        """
+        key_func = self._key_func
+        transformer = self._transformer
+        new_keys: set[str] = set()
+        new_objs: list[Any] = []
+        for obj in items:
+            new_keys.add(_object_key(key_func, obj))
+            if transformer is not None and type(obj) is not DeletedFinalStateUnknown:
+                obj = transformer(obj)
+            new_objs.append(obj)
+        with self._lock:
+            queued = self._items
+            # Key -> its last queued delta; a dict keeps first-queued key order.
+            last_queued: dict[str, Delta] = {}
+            for delta in queued:
+                last_queued[_object_key(key_func, delta.object)] = delta
+            additions: list[Delta] = [
+                Delta(_DELETED, DeletedFinalStateUnknown(key, delta.object))
+                for key, delta in last_queued.items()
+                if key not in new_keys and delta.type is not _DELETED
+            ]
+            known = self._known
+            for key in known.list_keys():
+                if key in new_keys or key in last_queued:
+                    continue
+                obj = known.get_by_key(key)
+                if obj is None:
+                    _log.debug("key %r vanished from known objects during replace", key)
+                additions.append(Delta(_DELETED, DeletedFinalStateUnknown(key, obj)))
+            additions.extend([Delta(_REPLACED, obj) for obj in new_objs])
+            # Nothing below can raise: the queue changes all at once.
+            queued.extend(additions)
+            if not self._populated:
+                # No add/update/delete came first, so the queue was empty before.
+                self._populated = True
+                self._initial_count = len(queued)
+            if self._waiters:
+                self._waiters.wake(len(additions))
+
+    def resync(self) -> None:
+        """Queue a Sync delta for every object of ``known_objects`` whose key has
+        nothing queued. The transformer is not applied."""
+        with self._lock:
+            key_func = self._key_func
+            queued_keys = {_object_key(key_func, delta.object) for delta in self._items}
+            known = self._known
+            additions: list[Delta] = []
+            for key in known.list_keys():
+                if key in queued_keys:
+                    continue
+                obj = known.get_by_key(key)
+                if obj is not None:
+                    _object_key(key_func, obj)  # validates, as add does
+                    additions.append(Delta(_SYNC, obj))
+            self._items.extend(additions)
+            if additions and self._waiters:
+                self._waiters.wake(len(additions))
+
+    # -- consumer side ------------------------------------------------------
+
+    async def pop(self, process: Callable[[Deltas, bool], object]) -> Deltas:
+        """Wait for a delta, remove it and hand it, as a one-element
+        :class:`Deltas`, to ``process(deltas, is_in_initial_list)``; return that
+        Deltas.
+
+        Deltas pop in arrival order. ``process`` runs with the queue's lock held
+        (it must not block; it may call read methods). Its exception propagates
+        and the delta is not requeued. Raises :class:`QueueClosed` once closed and
+        empty (deltas still queued at ``close`` are popped first).
+        """
+        return await pop_blocking(
+            self._lock, self._waiters, self._ready_locked, self._pop_locked, process
+        )
+
+    def pop_nowait(self, process: Callable[[Deltas, bool], object]) -> Deltas:
+        """Like :meth:`pop` but raises :class:`QueueEmpty` instead of waiting."""
+        return pop_nowait(self._lock, self._ready_locked, self._pop_locked, process)
+
+    async def pop_batch(
+        self,
+        process_batch: Callable[[Deltas, bool], object],
+        max_items: int = _DEFAULT_BATCH_SIZE,
+    ) -> Deltas:
+        """Wait for deltas, remove a batch of consecutive ones and hand it to
+        ``process_batch(deltas, is_in_initial_list)``; return the batch.
+
+        A batch holds between 1 and ``max_items`` deltas, oldest first, all of
+        distinct keys (it ends before a second delta for a key already in it), and
+        never mixes the initial list with later deltas (it ends at the initial
+        list's last delta), as client-go's ``RealFIFO.PopBatch``. Otherwise as
+        :meth:`pop`. Raises :class:`ValueError` if ``max_items`` < 1.
+        """
+        if max_items < 1:
+            raise ValueError(f"max_items must be at least 1, not {max_items}")
+        return await pop_blocking(
+            self._lock,
+            self._waiters,
+            self._ready_locked,
+            self._pop_batch_locked,
+            (process_batch, max_items),
+        )
+
+    def pop_batch_nowait(
+        self,
+        process_batch: Callable[[Deltas, bool], object],
+        max_items: int = _DEFAULT_BATCH_SIZE,
+    ) -> Deltas:
+        """Like :meth:`pop_batch` but raises :class:`QueueEmpty` instead of waiting."""
+        if max_items < 1:
+            raise ValueError(f"max_items must be at least 1, not {max_items}")
+        return pop_nowait(
+            self._lock, self._ready_locked, self._pop_batch_locked, (process_batch, max_items)
+        )
+
+    def _ready_locked(self) -> bool:
+        if self._items:
+            return True
+        if self._closed:
+            raise QueueClosed("the queue is closed")
+        return False
+
+    def _pop_locked(self, process: Callable[[Deltas, bool], object]) -> Deltas:
+        deltas = Deltas((self._items.popleft(),))
+        in_initial_list = not self._populated or self._initial_count > 0
+        try:
+            process(deltas, in_initial_list)
+        finally:
+            # Counted only once processing is over (as client-go), so has_synced()
+            # never turns true while the last initial delta is being processed.
+            if self._initial_count > 0:
+                self._initial_count -= 1
+        return deltas
+
+    def _pop_batch_locked(self, args: tuple[Callable[[Deltas, bool], object], int]) -> Deltas:
+        process_batch, max_items = args
+        items = self._items
+        initial_count = self._initial_count
+        in_initial_list = not self._populated or initial_count > 0
+        limit = min(max_items, len(items))
+        if initial_count > 0:
+            limit = min(limit, initial_count)
+        key_func = self._key_func
+        batch = Deltas()
+        seen: set[str] = set()
+        while len(batch) < limit:
+            try:
+                key = _object_key(key_func, items[0].object)
+            except Exception:
+                # Cannot tell whether it repeats a key: it goes alone, or next time.
+                if not batch:
+                    batch.append(items.popleft())
+                break
+            if key in seen:
+                break
+            seen.add(key)
+            batch.append(items.popleft())
+        try:
+            process_batch(batch, in_initial_list)
+        finally:
+            if self._initial_count > 0:
+                self._initial_count = max(0, self._initial_count - len(batch))
+        return batch
+
+    def has_synced(self) -> bool:
+        """True once every delta queued by the first ``replace`` has been popped
+        and processed, or at once if an add/update/delete came before any
+        ``replace``."""
+        with self._lock:
+            return self._populated and self._initial_count == 0
+
+    def close(self) -> None:
+        """Close the queue: ``pop`` raises :class:`QueueClosed` once it is empty."""
+        with self._lock:
+            self._closed = True
+            self._waiters.wake_all()
+
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        with self._lock:
+            return self._closed
+
+    # -- reads --------------------------------------------------------------
+
+    def list_keys(self) -> builtins.list[str]:
+        """The keys with something queued, each once, in first-queued order."""
+        with self._lock:
+            key_func = self._key_func
+            return list(dict.fromkeys(_object_key(key_func, d.object) for d in self._items))
+
+    def __len__(self) -> int:
+        """The number of queued deltas."""
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return (
+            f"<RealFIFO deltas={len(self._items)} synced={self.has_synced()} closed={self._closed}>"
+        )

@@ -1,0 +1,161 @@
+"""Object keys and metadata accessors.
+
+Objects are plain ``dict``s shaped like Kubernetes JSON. Every helper here also
+accepts an object whose ``metadata`` is an attribute (the official ``kubernetes``
+client's models), whose metadata in turn may be a ``dict`` or an object with
+``name``/``namespace``/``resource_version`` attributes.
+
+All functions are pure and thread-safe. Errors never include the object's full
+content (it may be a Secret): they name the kind and whatever identity is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "DeletedFinalStateUnknown",
+    "ExplicitKey",
+    "KeyFunc",
+    "KeyFuncError",
+    "deletion_handling_meta_namespace_key_func",
+    "get_labels",
+    "get_metadata",
+    "get_name",
+    "get_namespace",
+    "get_resource_version",
+    "get_uid",
+    "meta_namespace_key_func",
+    "split_meta_namespace_key",
+]
+
+KeyFunc = Callable[[Any], str]
+"""Maps an object to its store key. Must be deterministic and thread-safe."""
+
+
+class KeyFuncError(ValueError):
+    """A key could not be computed for an object (it lacks the field named in the message)."""
+
+
+class ExplicitKey(str):
+    """A string that is its own key: key funcs return it unchanged."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedFinalStateUnknown:
+    """Tombstone for an object whose delete was missed (seen only through a relist).
+
+    ``obj`` is the last state the cache knew, possibly stale, or ``None`` if
+    nothing was known. ``key`` is the object's key; key funcs of this package
+    return it as the tombstone's own key.
+    """
+
+    key: str
+    obj: Any
+
+
+def _describe(obj: Any) -> str:
+    """A short, secret-free description of an object for error messages."""
+    kind = obj.get("kind") if isinstance(obj, Mapping) else getattr(obj, "kind", None)
+    return f"object of kind {kind!r}" if kind else f"object of type {type(obj).__name__}"
+
+
+def get_metadata(obj: Any) -> Any:
+    """Return the object's metadata (a mapping or an attribute object), or ``None``."""
+    if isinstance(obj, Mapping):
+        return obj.get("metadata")
+    return getattr(obj, "metadata", None)
+
+
+def _meta_field(meta: Any, json_name: str, attr_name: str) -> Any:
+    if meta is None:
+        return None
+    if isinstance(meta, Mapping):
+        return meta.get(json_name)
+    return getattr(meta, attr_name, None)
+
+
+def get_name(obj: Any) -> str | None:
+    """``metadata.name``, or ``None``."""
+    return _meta_field(get_metadata(obj), "name", "name")  # type: ignore[no-any-return]
+
+
+def get_namespace(obj: Any) -> str | None:
+    """``metadata.namespace``, or ``None``."""
+    return _meta_field(get_metadata(obj), "namespace", "namespace")  # type: ignore[no-any-return]
+
+
+def get_resource_version(obj: Any) -> str | None:
+    """``metadata.resourceVersion``, or ``None``."""
+    return _meta_field(  # type: ignore[no-any-return]
+        get_metadata(obj), "resourceVersion", "resource_version"
+    )
+
+
+def get_uid(obj: Any) -> str | None:
+    """``metadata.uid``, or ``None``."""
+    return _meta_field(get_metadata(obj), "uid", "uid")  # type: ignore[no-any-return]
+
+
+def get_labels(obj: Any) -> Mapping[str, str]:
+    """``metadata.labels`` (empty when absent). The mapping is the object's own: do not mutate."""
+    labels = _meta_field(get_metadata(obj), "labels", "labels")
+    return labels if labels else {}
+
+
+def meta_namespace_key_func(obj: Any) -> str:
+    """``"namespace/name"``, or ``"name"`` for an object without a namespace.
+
+    An :class:`ExplicitKey` is returned unchanged. Raises :class:`KeyFuncError`
+    naming the missing field when the object has no metadata or no name.
+    """
+    # Fast path for the common case: a decoded JSON dict. This runs once per event.
+    if type(obj) is dict:
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            name = meta.get("name")
+            if name and type(name) is str:
+                namespace = meta.get("namespace")
+                return f"{namespace}/{name}" if namespace else name
+    if isinstance(obj, ExplicitKey):
+        return obj
+    meta = get_metadata(obj)
+    if meta is None:
+        raise KeyFuncError(f"cannot compute a key: {_describe(obj)} has no metadata")
+    name = _meta_field(meta, "name", "name")
+    if not name:
+        namespace = _meta_field(meta, "namespace", "namespace")
+        where = f" in namespace {namespace!r}" if namespace else ""
+        raise KeyFuncError(f"cannot compute a key: {_describe(obj)}{where} has no metadata.name")
+    if not isinstance(name, str):
+        raise KeyFuncError(
+            f"cannot compute a key: {_describe(obj)} has a metadata.name of type "
+            f"{type(name).__name__}, not str"
+        )
+    namespace = _meta_field(meta, "namespace", "namespace")
+    return f"{namespace}/{name}" if namespace else name
+
+
+def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
+    """Like :func:`meta_namespace_key_func`, but a :class:`DeletedFinalStateUnknown`
+    yields its own ``key``."""
+    if type(obj) is DeletedFinalStateUnknown:
+        return obj.key
+    return meta_namespace_key_func(obj)
+
+
+def split_meta_namespace_key(key: str) -> tuple[str, str]:
+    """Split ``"ns/name"`` into ``("ns", "name")`` and ``"name"`` into ``("", "name")``.
+
+    Raises :class:`ValueError` for a key with more than one ``/``.
+    """
+    parts = key.split("/")
+    if len(parts) == 1:
+        return "", parts[0]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise ValueError(f"unexpected key format {key!r}: expected 'name' or 'namespace/name'")

@@ -1,0 +1,423 @@
+"""The cache: Store and Indexer protocols, ThreadSafeStore and the key-func Cache.
+
+``ThreadSafeStore`` is keyed storage with secondary indexes (client-go's
+``threadSafeMap``); ``Cache`` puts a key function in front of it and is what
+:func:`new_store` and :func:`new_indexer` return (client-go's ``cache``).
+
+Thread-safety: every method of both classes may be called from any thread and
+from the event loop. Each call holds one internal lock for the duration of the
+call only; no method ever waits for I/O. Reads return the stored objects
+themselves (not copies): treat them as immutable, as client-go asks.
+
+Consistency: a write computes every index value of the new object before it
+changes anything, so an index function that raises leaves the store exactly as
+it was (the error names the index and the key).
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from .keys import KeyFunc, deletion_handling_meta_namespace_key_func, get_namespace
+
+__all__ = [
+    "NAMESPACE_INDEX",
+    "Cache",
+    "IndexFunc",
+    "IndexFuncError",
+    "Indexer",
+    "Indexers",
+    "KeyListerGetter",
+    "ReflectorStore",
+    "ResourceVersionUpdater",
+    "Store",
+    "ThreadSafeStore",
+    "UnknownIndexError",
+    "meta_namespace_index_func",
+    "new_indexer",
+    "new_store",
+]
+
+IndexFunc = Callable[[Any], list[str]]
+"""Maps an object to the values it is indexed under (possibly none). Must be pure."""
+
+Indexers = dict[str, IndexFunc]
+"""Index name -> index function."""
+
+NAMESPACE_INDEX = "namespace"
+"""Conventional name of the index built by :func:`meta_namespace_index_func`."""
+
+
+def meta_namespace_index_func(obj: Any) -> list[str]:
+    """Index by namespace; cluster-scoped objects index under ``""``."""
+    return [get_namespace(obj) or ""]
+
+
+class UnknownIndexError(LookupError):
+    """An index name was used that no indexer was registered for."""
+
+
+class IndexFuncError(ValueError):
+    """An index function raised; the store was left unchanged."""
+
+
+@runtime_checkable
+class KeyListerGetter(Protocol):
+    """What a queue needs to know about its consumer's objects (``known_objects``)."""
+
+    def list_keys(self) -> list[str]: ...
+
+    def get_by_key(self, key: str) -> Any | None: ...
+
+
+@runtime_checkable
+class ReflectorStore(Protocol):
+    """The five methods a Reflector writes through (client-go's ``ReflectorStore``)."""
+
+    def add(self, obj: Any) -> None: ...
+
+    def update(self, obj: Any) -> None: ...
+
+    def delete(self, obj: Any) -> None: ...
+
+    def replace(self, items: list[Any], resource_version: str) -> None: ...
+
+    def resync(self) -> None: ...
+
+
+@runtime_checkable
+class ResourceVersionUpdater(Protocol):
+    """Optional: a store that wants every resourceVersion the Reflector syncs to,
+    bookmarks included."""
+
+    def update_resource_version(self, resource_version: str) -> None: ...
+
+
+@runtime_checkable
+class Store(ReflectorStore, KeyListerGetter, Protocol):
+    """A keyed collection of objects (client-go's ``Store``).
+
+    ``get`` and ``get_by_key`` return the stored object, or ``None`` if absent.
+    """
+
+    def list(self) -> list[Any]: ...
+
+    def get(self, obj: Any) -> Any | None: ...
+
+    def last_store_sync_resource_version(self) -> str: ...
+
+
+@runtime_checkable
+class Indexer(Store, Protocol):
+    """A Store with named secondary indexes (client-go's ``Indexer``).
+
+    Every method raises :class:`UnknownIndexError` for an index name that was never added.
+    """
+
+    def index(self, index_name: str, obj: Any) -> list[Any]: ...
+
+    def index_keys(self, index_name: str, indexed_value: str) -> list[str]: ...
+
+    def list_index_func_values(self, index_name: str) -> list[str]: ...
+
+    def by_index(self, index_name: str, indexed_value: str) -> list[Any]: ...
+
+    def get_indexers(self) -> Indexers: ...
+
+    def add_indexers(self, indexers: Indexers) -> None: ...
+
+
+# Per index name: indexed value -> keys of the objects with that value.
+_Index = dict[str, set[str]]
+
+
+class ThreadSafeStore:
+    """Objects by explicit key, with indexes kept exact on every write.
+
+    Empty index buckets are dropped, so a churn of distinct values never leaks.
+    See the module docstring for the thread-safety and consistency contract.
+    """
+
+    __slots__ = ("_indexers", "_indices", "_items", "_lock")
+
+    def __init__(self, indexers: Indexers | None = None) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[str, Any] = {}
+        self._indexers: Indexers = dict(indexers or {})
+        self._indices: dict[str, _Index] = {name: {} for name in self._indexers}
+
+    # -- writes -------------------------------------------------------------
+
+    def add(self, key: str, obj: Any) -> None:
+        """Store ``obj`` under ``key``, replacing any previous object."""
+        self.update(key, obj)
+
+    def update(self, key: str, obj: Any) -> None:
+        """Store ``obj`` under ``key``, moving its index entries as its values change."""
+        with self._lock:
+            old = self._items.get(key)
+            changes = self._index_changes(key, old, obj)
+            self._items[key] = obj
+            self._apply_index_changes(key, changes)
+
+    def delete(self, key: str) -> None:
+        """Remove ``key``; absent keys are ignored."""
+        with self._lock:
+            if key not in self._items:
+                return
+            old = self._items.pop(key)
+            # Old values were computed successfully when the object went in.
+            self._apply_index_changes(key, self._index_changes(key, old, None))
+
+    def replace(self, items: Mapping[str, Any]) -> None:
+        """Swap the whole content for ``items`` in one step, rebuilding every index."""
+        new_items = dict(items)
+        with self._lock:
+            self._indices = self._build_indices(self._indexers, new_items)
+            self._items = new_items
+
+    # -- reads --------------------------------------------------------------
+
+    def get(self, key: str) -> Any | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def list(self) -> builtins.list[Any]:
+        with self._lock:
+            return list(self._items.values())
+
+    def list_keys(self) -> builtins.list[str]:
+        with self._lock:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    # -- indexes ------------------------------------------------------------
+
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+        """Objects sharing at least one of ``obj``'s values in the named index."""
+        with self._lock:
+            func = self._indexer(index_name)
+            index = self._indices[index_name]
+            values = self._call_index_func(index_name, func, obj, key=None)
+            if len(values) == 1:
+                keys: Iterable[str] = index.get(values[0], ())
+            else:
+                union: set[str] = set()
+                for value in values:
+                    union.update(index.get(value, ()))
+                keys = union
+            return [self._items[k] for k in keys]
+
+    def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]:
+        """Keys of the objects indexed under ``indexed_value``."""
+        with self._lock:
+            self._indexer(index_name)
+            return list(self._indices[index_name].get(indexed_value, ()))
+
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
+        """Every value that at least one object is indexed under."""
+        with self._lock:
+            self._indexer(index_name)
+            return list(self._indices[index_name])
+
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+        """Objects indexed under ``indexed_value``."""
+        with self._lock:
+            self._indexer(index_name)
+            keys = self._indices[index_name].get(indexed_value, ())
+            return [self._items[k] for k in keys]
+
+    def get_indexers(self) -> Indexers:
+        """A copy of the registered index functions."""
+        with self._lock:
+            return dict(self._indexers)
+
+    def add_indexers(self, indexers: Indexers) -> None:
+        """Register more indexes; objects already stored are indexed at once.
+
+        Raises :class:`ValueError` if a name is already registered (nothing is
+        added then), or :class:`IndexFuncError` if a new function raises.
+        """
+        with self._lock:
+            clash = sorted(set(indexers) & set(self._indexers))
+            if clash:
+                raise ValueError(f"indexer conflict: {', '.join(map(repr, clash))} already added")
+            new_indices = self._build_indices(indexers, self._items)
+            self._indexers.update(indexers)
+            self._indices.update(new_indices)
+
+    # -- internals (call with the lock held) --------------------------------
+
+    def _indexer(self, index_name: str) -> IndexFunc:
+        try:
+            return self._indexers[index_name]
+        except KeyError:
+            known = ", ".join(map(repr, sorted(self._indexers))) or "none"
+            raise UnknownIndexError(
+                f"index {index_name!r} does not exist (indexes: {known})"
+            ) from None
+
+    @staticmethod
+    def _call_index_func(
+        name: str, func: IndexFunc, obj: Any, key: str | None
+    ) -> builtins.list[str]:
+        try:
+            return func(obj)
+        except Exception as err:
+            what = f"object {key!r}" if key is not None else "the object"
+            raise IndexFuncError(f"index function {name!r} failed on {what}: {err}") from err
+
+    def _index_changes(
+        self, key: str, old: Any | None, new: Any | None
+    ) -> builtins.list[tuple[_Index, builtins.list[str], builtins.list[str]]]:
+        """Per index, the (old values, new values) of a write; raises before any change."""
+        changes = []
+        for name, func in self._indexers.items():
+            old_values = func(old) if old is not None else []
+            new_values = self._call_index_func(name, func, new, key) if new is not None else []
+            if old_values != new_values:
+                changes.append((self._indices[name], old_values, new_values))
+        return changes
+
+    @staticmethod
+    def _apply_index_changes(
+        key: str, changes: builtins.list[tuple[_Index, builtins.list[str], builtins.list[str]]]
+    ) -> None:
+        for index, old_values, new_values in changes:
+            for value in old_values:
+                bucket = index.get(value)
+                if bucket is not None:
+                    bucket.discard(key)
+                    if not bucket:
+                        del index[value]
+            for value in new_values:
+                bucket = index.get(value)
+                if bucket is None:
+                    index[value] = {key}
+                else:
+                    bucket.add(key)
+
+    @classmethod
+    def _build_indices(cls, indexers: Indexers, items: Mapping[str, Any]) -> dict[str, _Index]:
+        indices: dict[str, _Index] = {}
+        for name, func in indexers.items():
+            index: _Index = {}
+            for key, obj in items.items():
+                for value in cls._call_index_func(name, func, obj, key):
+                    bucket = index.get(value)
+                    if bucket is None:
+                        index[value] = {key}
+                    else:
+                        bucket.add(key)
+            indices[name] = index
+        return indices
+
+
+class Cache:
+    """A :class:`ThreadSafeStore` keyed by a key function: implements :class:`Indexer`.
+
+    The default key function handles :class:`~kubereflector.DeletedFinalStateUnknown`
+    tombstones, so ``delete(tombstone)`` removes the right key. A key function that
+    raises propagates its error (e.g. :class:`~kubereflector.KeyFuncError`) and
+    the cache is unchanged. Thread-safe; see the module docstring.
+    """
+
+    __slots__ = ("_key_func", "_resource_version", "_store")
+
+    def __init__(
+        self,
+        key_func: KeyFunc = deletion_handling_meta_namespace_key_func,
+        indexers: Indexers | None = None,
+    ) -> None:
+        self._key_func = key_func
+        self._store = ThreadSafeStore(indexers)
+        self._resource_version = ""
+
+    @property
+    def key_func(self) -> KeyFunc:
+        return self._key_func
+
+    def add(self, obj: Any) -> None:
+        self._store.add(self._key_func(obj), obj)
+
+    def update(self, obj: Any) -> None:
+        self._store.update(self._key_func(obj), obj)
+
+    def delete(self, obj: Any) -> None:
+        self._store.delete(self._key_func(obj))
+
+    def replace(self, items: builtins.list[Any], resource_version: str) -> None:
+        """Swap the content for ``items`` atomically; later duplicates of a key win."""
+        key_func = self._key_func
+        self._store.replace({key_func(obj): obj for obj in items})
+        self._resource_version = resource_version
+
+    def resync(self) -> None:
+        """Nothing to do for a plain cache (kept for the Store protocol)."""
+
+    def update_resource_version(self, resource_version: str) -> None:
+        self._resource_version = resource_version
+
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion of the last ``replace`` or ``update_resource_version``."""
+        return self._resource_version
+
+    def list(self) -> builtins.list[Any]:
+        return self._store.list()
+
+    def list_keys(self) -> builtins.list[str]:
+        return self._store.list_keys()
+
+    def get(self, obj: Any) -> Any | None:
+        return self._store.get(self._key_func(obj))
+
+    def get_by_key(self, key: str) -> Any | None:
+        return self._store.get(key)
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._store
+
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+        return self._store.index(index_name, obj)
+
+    def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]:
+        return self._store.index_keys(index_name, indexed_value)
+
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
+        return self._store.list_index_func_values(index_name)
+
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+        return self._store.by_index(index_name, indexed_value)
+
+    def get_indexers(self) -> Indexers:
+        return self._store.get_indexers()
+
+    def add_indexers(self, indexers: Indexers) -> None:
+        self._store.add_indexers(indexers)
+
+    def __repr__(self) -> str:
+        return f"<Cache objects={len(self._store)} indexes={sorted(self.get_indexers())}>"
+
+
+def new_store(key_func: KeyFunc = deletion_handling_meta_namespace_key_func) -> Cache:
+    """A thread-safe Store without indexes (client-go's ``NewStore``)."""
+    return Cache(key_func)
+
+
+def new_indexer(
+    key_func: KeyFunc = deletion_handling_meta_namespace_key_func,
+    indexers: Indexers | None = None,
+) -> Cache:
+    """A thread-safe Indexer with the given indexes (client-go's ``NewIndexer``)."""
+    return Cache(key_func, indexers)

@@ -1,0 +1,46 @@
+"""The README's examples run, so they cannot rot."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _python_blocks() -> dict[str, str]:
+    """README python blocks by the heading they sit under."""
+    blocks: dict[str, str] = {}
+    heading = ""
+    for match in re.finditer(
+        r"^## ([^\n]+)$|^```python\n(.*?)^```", README.read_text(), re.M | re.S
+    ):
+        if match.group(1):
+            heading = match.group(1).strip()
+        else:
+            blocks[heading] = match.group(2)
+    return blocks
+
+
+def _run(heading: str) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "readme_example"}
+    exec(compile(_python_blocks()[heading], f"README.md ({heading})", "exec"), namespace)
+    return namespace
+
+
+def test_the_readme_has_the_examples() -> None:
+    assert set(_python_blocks()) >= {
+        "The cache: Store and Indexer",
+        "The queues: DeltaFIFO and RealFIFO",
+    }
+
+
+def test_store_and_indexer_example() -> None:
+    namespace = _run("The cache: Store and Indexer")
+    assert len(namespace["pods"].list()) == 2
+
+
+def test_delta_fifo_example() -> None:
+    namespace = _run("The queues: DeltaFIFO and RealFIFO")
+    assert len(namespace["seen"]) == 4
