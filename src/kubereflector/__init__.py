@@ -7,8 +7,25 @@ controllers are built from. Everything public is importable from here.
 
 from __future__ import annotations
 
+# -- backoff.py --
+from .backoff import Backoff, Clock, RealClock
+
 # -- delta_fifo.py --
 from .delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType, TransformFunc
+
+# -- errors.py --
+from .errors import (
+    ApiError,
+    DecodeError,
+    ExpiredError,
+    ForbiddenError,
+    NotFoundError,
+    TooLargeResourceVersionError,
+    TooManyRequestsError,
+    UnauthorizedError,
+    error_from_status,
+    is_connection_refused,
+)
 
 # -- fifo.py --
 from .fifo import FIFO, RealFIFO
@@ -28,6 +45,25 @@ from .keys import (
     get_uid,
     meta_namespace_key_func,
     split_meta_namespace_key,
+)
+
+# -- listwatch.py --
+from .listwatch import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    ERROR,
+    INITIAL_EVENTS_END_ANNOTATION,
+    MODIFIED,
+    ListerWatcher,
+    ListFunc,
+    ListOptions,
+    ListResult,
+    ListWatch,
+    WatchEvent,
+    WatchEventType,
+    WatchFunc,
+    WatchStream,
 )
 
 # -- queue.py --
@@ -55,15 +91,27 @@ from .store import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ADDED",
+    "BOOKMARK",
+    "DELETED",
+    "ERROR",
     "FIFO",
+    "INITIAL_EVENTS_END_ANNOTATION",
+    "MODIFIED",
     "NAMESPACE_INDEX",
+    "ApiError",
+    "Backoff",
     "Cache",
+    "Clock",
+    "DecodeError",
     "DeletedFinalStateUnknown",
     "Delta",
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
+    "ExpiredError",
     "ExplicitKey",
+    "ForbiddenError",
     "IndexFunc",
     "IndexFuncError",
     "Indexer",
@@ -71,25 +119,41 @@ __all__ = [
     "KeyFunc",
     "KeyFuncError",
     "KeyListerGetter",
+    "ListFunc",
+    "ListOptions",
+    "ListResult",
+    "ListWatch",
+    "ListerWatcher",
+    "NotFoundError",
     "PopProcessFunc",
     "Queue",
     "QueueClosed",
     "QueueEmpty",
+    "RealClock",
     "RealFIFO",
     "ReflectorStore",
     "ResourceVersionUpdater",
     "Store",
     "ThreadSafeStore",
+    "TooLargeResourceVersionError",
+    "TooManyRequestsError",
     "TransformFunc",
+    "UnauthorizedError",
     "UnknownIndexError",
+    "WatchEvent",
+    "WatchEventType",
+    "WatchFunc",
+    "WatchStream",
     "__version__",
     "deletion_handling_meta_namespace_key_func",
+    "error_from_status",
     "get_labels",
     "get_metadata",
     "get_name",
     "get_namespace",
     "get_resource_version",
     "get_uid",
+    "is_connection_refused",
     "meta_namespace_index_func",
     "meta_namespace_key_func",
     "new_indexer",

@@ -1,0 +1,195 @@
+"""Errors shared by every ListerWatcher (the in-memory fake, the HTTP client, yours).
+
+A ListerWatcher reports API failures by raising these classes, so the Reflector
+can tell a 410 from a 429 from a dead connection whatever the transport. The
+classes mirror the Kubernetes ``Status`` object: ``status`` (HTTP code),
+``reason`` (``StatusReason``), ``message`` and ``details``. ``url``, when set,
+names the request (never with credentials).
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "ApiError",
+    "DecodeError",
+    "ExpiredError",
+    "ForbiddenError",
+    "NotFoundError",
+    "TooLargeResourceVersionError",
+    "TooManyRequestsError",
+    "UnauthorizedError",
+    "error_from_status",
+    "is_connection_refused",
+]
+
+
+class ApiError(Exception):
+    """An error answered by (or on behalf of) the API server.
+
+    ``details`` is the Status ``details`` mapping (may hold ``causes``), or ``None``.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        reason: str = "",
+        message: str = "",
+        details: Mapping[str, Any] | None = None,
+        *,
+        url: str | None = None,
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.details = details
+        self.url = url
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        text = f"{self.status}"
+        if self.reason:
+            text += f" {self.reason}"
+        if self.message:
+            text += f": {self.message}"
+        if self.url:
+            text += f" ({self.url})"
+        return text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._text()!r})"
+
+
+class ExpiredError(ApiError):
+    """410 Gone / reason ``Expired``: the resourceVersion or continue token is too old."""
+
+    def __init__(
+        self,
+        message: str = "too old resource version",
+        details: Mapping[str, Any] | None = None,
+        *,
+        status: int = 410,
+        reason: str = "Expired",
+        url: str | None = None,
+    ) -> None:
+        super().__init__(status, reason, message, details, url=url)
+
+
+class TooLargeResourceVersionError(ApiError):
+    """The requested resourceVersion is newer than the server has seen.
+
+    kube-apiserver answers 504 ``Timeout`` with a cause of type
+    ``ResourceVersionTooLarge`` ("Too large resource version").
+    """
+
+    def __init__(
+        self,
+        message: str = "Too large resource version",
+        details: Mapping[str, Any] | None = None,
+        *,
+        status: int = 504,
+        reason: str = "Timeout",
+        url: str | None = None,
+    ) -> None:
+        super().__init__(status, reason, message, details, url=url)
+
+
+class TooManyRequestsError(ApiError):
+    """429: the server asks the client to slow down. ``retry_after`` is in seconds, if given."""
+
+    def __init__(
+        self,
+        message: str = "too many requests",
+        details: Mapping[str, Any] | None = None,
+        *,
+        retry_after: float | None = None,
+        status: int = 429,
+        reason: str = "TooManyRequests",
+        url: str | None = None,
+    ) -> None:
+        self.retry_after = retry_after
+        super().__init__(status, reason, message, details, url=url)
+
+
+class UnauthorizedError(ApiError):
+    """401: the credentials were missing, wrong or expired."""
+
+
+class ForbiddenError(ApiError):
+    """403: the credentials are not allowed to do this."""
+
+
+class NotFoundError(ApiError):
+    """404: no such resource or object."""
+
+
+class DecodeError(ApiError):
+    """A response or watch line could not be decoded; the stream cannot be trusted."""
+
+    def __init__(self, message: str, *, url: str | None = None) -> None:
+        super().__init__(0, "DecodeError", message, None, url=url)
+
+
+_TOO_LARGE_CAUSE = "ResourceVersionTooLarge"
+
+
+def _has_cause(details: Mapping[str, Any] | None, cause_reason: str) -> bool:
+    if not details:
+        return False
+    causes = details.get("causes") or ()
+    return any(isinstance(c, Mapping) and c.get("reason") == cause_reason for c in causes)
+
+
+def _retry_after(details: Mapping[str, Any] | None) -> float | None:
+    if details and isinstance(details.get("retryAfterSeconds"), (int, float)):
+        return float(details["retryAfterSeconds"])
+    return None
+
+
+def error_from_status(
+    status: Mapping[str, Any],
+    *,
+    http_status: int | None = None,
+    url: str | None = None,
+    retry_after: float | None = None,
+) -> ApiError:
+    """The error class for a Kubernetes ``Status`` object (as in a body or an ERROR event).
+
+    ``http_status`` overrides the Status' ``code`` when the Status has none;
+    ``retry_after`` (seconds, from a ``Retry-After`` header) wins over
+    ``details.retryAfterSeconds``.
+    """
+    code = status.get("code")
+    if not isinstance(code, int):
+        code = http_status if http_status is not None else 500
+    reason = str(status.get("reason") or "")
+    message = str(status.get("message") or "")
+    raw_details = status.get("details")
+    details: Mapping[str, Any] | None = raw_details if isinstance(raw_details, Mapping) else None
+    kwargs: dict[str, Any] = {"url": url, "status": code, "reason": reason}
+    if code == 410 or reason in ("Expired", "Gone"):
+        return ExpiredError(message, details, **kwargs)
+    if _has_cause(details, _TOO_LARGE_CAUSE) or "too large resource version" in message.lower():
+        return TooLargeResourceVersionError(message, details, **kwargs)
+    if code == 429 or reason == "TooManyRequests":
+        after = retry_after if retry_after is not None else _retry_after(details)
+        return TooManyRequestsError(message, details, retry_after=after, **kwargs)
+    cls = {401: UnauthorizedError, 403: ForbiddenError, 404: NotFoundError}.get(code, ApiError)
+    return cls(code, reason, message, details, url=url)
+
+
+def is_connection_refused(err: BaseException) -> bool:
+    """True if ``err`` (or anything in its cause/context chain) is a refused connection."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        if isinstance(current, OSError) and current.errno == errno.ECONNREFUSED:
+            return True
+        current = current.__cause__ or current.__context__
+    return False

@@ -1,0 +1,124 @@
+"""The ListerWatcher contract: how a Reflector lists and watches a resource.
+
+A ListerWatcher is anything with ``async list(options) -> ListResult`` and
+``watch(options)``, the latter an async context manager that yields an async
+iterator of :class:`WatchEvent`. Leaving the context closes the stream (the
+Reflector always leaves it, also when cancelled). Failures are reported by
+raising the classes of :mod:`kubereflector.errors`, from ``list``, from entering
+``watch``, or from iterating the stream.
+
+Ownership: objects in a ListResult or a WatchEvent pass to the caller, which
+stores them as they are; a ListerWatcher must not mutate them afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, NamedTuple, Protocol, runtime_checkable
+
+__all__ = [
+    "ADDED",
+    "BOOKMARK",
+    "DELETED",
+    "ERROR",
+    "INITIAL_EVENTS_END_ANNOTATION",
+    "MODIFIED",
+    "ListFunc",
+    "ListOptions",
+    "ListResult",
+    "ListWatch",
+    "ListerWatcher",
+    "WatchEvent",
+    "WatchEventType",
+    "WatchFunc",
+    "WatchStream",
+]
+
+WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+ADDED: Final = "ADDED"
+MODIFIED: Final = "MODIFIED"
+DELETED: Final = "DELETED"
+BOOKMARK: Final = "BOOKMARK"
+ERROR: Final = "ERROR"
+
+INITIAL_EVENTS_END_ANNOTATION: Final = "k8s.io/initial-events-end"
+"""Annotation on the BOOKMARK that ends a watch-list's initial events (value ``"true"``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    """Query options of a list or watch request (``metav1.ListOptions``).
+
+    Every field has a default, so ``ListOptions()`` is valid. ``None`` means
+    "not sent". ``continue_`` is the ``continue`` token (a keyword in Python).
+    """
+
+    resource_version: str = ""
+    resource_version_match: Literal["NotOlderThan", "Exact"] | None = None
+    limit: int | None = None
+    continue_: str = ""
+    label_selector: str = ""
+    field_selector: str = ""
+    timeout_seconds: int | None = None
+    allow_watch_bookmarks: bool = False
+    send_initial_events: bool | None = None
+
+
+@dataclass(slots=True)
+class ListResult:
+    """One page of a list: the items, the list's resourceVersion and paging state."""
+
+    items: list[Any] = field(default_factory=list)
+    resource_version: str = ""
+    continue_: str = ""
+    remaining_item_count: int | None = None
+
+
+class WatchEvent(NamedTuple):
+    """One event of a watch stream.
+
+    ``object`` is the object after the change (for DELETED, its last state);
+    for BOOKMARK an object carrying only ``metadata.resourceVersion`` (and
+    annotations); for ERROR a ``Status`` mapping.
+    """
+
+    type: str
+    object: Any
+
+
+WatchStream = AbstractAsyncContextManager[AsyncIterator[WatchEvent]]
+"""What ``watch`` returns: entering opens the stream, leaving closes it."""
+
+ListFunc = Callable[[ListOptions], Awaitable[ListResult]]
+WatchFunc = Callable[[ListOptions], WatchStream]
+
+
+@runtime_checkable
+class ListerWatcher(Protocol):
+    """Lists and watches one resource (with its fixed selectors and namespace).
+
+    Methods may be called concurrently from one event loop; each ``watch`` call
+    is an independent stream.
+    """
+
+    async def list(self, options: ListOptions) -> ListResult: ...
+
+    def watch(self, options: ListOptions) -> WatchStream: ...
+
+
+class ListWatch:
+    """Adapts two callables to the :class:`ListerWatcher` protocol (client-go's ``ListWatch``)."""
+
+    __slots__ = ("_list_func", "_watch_func")
+
+    def __init__(self, list_func: ListFunc, watch_func: WatchFunc) -> None:
+        self._list_func = list_func
+        self._watch_func = watch_func
+
+    async def list(self, options: ListOptions) -> ListResult:
+        return await self._list_func(options)
+
+    def watch(self, options: ListOptions) -> WatchStream:
+        return self._watch_func(options)
