@@ -69,6 +69,17 @@ from .listwatch import (
 # -- queue.py --
 from .queue import PopProcessFunc, Queue, QueueClosed, QueueEmpty
 
+# -- reflector.py --
+from .reflector import (
+    Reflector,
+    ReflectorStats,
+    VeryShortWatchError,
+    WatchErrorHandler,
+    WatchListUnsupportedError,
+    WatchStalledError,
+    default_watch_error_handler,
+)
+
 # -- store.py --
 from .store import (
     NAMESPACE_INDEX,
@@ -131,6 +142,8 @@ __all__ = [
     "QueueEmpty",
     "RealClock",
     "RealFIFO",
+    "Reflector",
+    "ReflectorStats",
     "ReflectorStore",
     "ResourceVersionUpdater",
     "Store",
@@ -140,11 +153,16 @@ __all__ = [
     "TransformFunc",
     "UnauthorizedError",
     "UnknownIndexError",
+    "VeryShortWatchError",
+    "WatchErrorHandler",
     "WatchEvent",
     "WatchEventType",
     "WatchFunc",
+    "WatchListUnsupportedError",
+    "WatchStalledError",
     "WatchStream",
     "__version__",
+    "default_watch_error_handler",
     "deletion_handling_meta_namespace_key_func",
     "error_from_status",
     "get_labels",

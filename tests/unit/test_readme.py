@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from kubereflector.testing import FakeClock
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -33,6 +38,7 @@ def test_the_readme_has_the_examples() -> None:
     assert set(_python_blocks()) >= {
         "The cache: Store and Indexer",
         "The queues: DeltaFIFO and RealFIFO",
+        "The Reflector",
     }
 
 
@@ -44,3 +50,21 @@ def test_store_and_indexer_example() -> None:
 def test_delta_fifo_example() -> None:
     namespace = _run("The queues: DeltaFIFO and RealFIFO")
     assert len(namespace["seen"]) == 4
+
+
+@pytest.mark.asyncio
+async def test_reflector_example_prints_pod_names_every_period(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    namespace = _run("The Reflector")
+    source = namespace["source"]
+    clock = FakeClock()
+    task = asyncio.create_task(namespace["print_pod_names"](source, clock=clock, rounds=2))
+    await clock.advance(30)
+    source.delete(source.get("default/web-2"))
+    await clock.advance(30)
+    await task
+    assert capsys.readouterr().out.splitlines() == [
+        "default/db-0 default/web-1 default/web-2",
+        "default/db-0 default/web-1",
+    ]

@@ -1,0 +1,499 @@
+"""The Reflector: lists a resource into a store, then watches it, forever.
+
+One cycle (:meth:`Reflector.list_and_watch`) gets the full state, either by a
+watch-list stream (``sendInitialEvents``) or by a paginated list, hands it to
+the store with a single ``replace``, then keeps watching from the last
+resourceVersion, applying each event with ``add``/``update``/``delete``.
+Watches that end normally, stall, hit a 429 or a refused connection are
+re-opened from the last resourceVersion without relisting; anything else
+(a 410 above all) ends the cycle, and :meth:`Reflector.run` starts the next one
+after backoff. The decisions live in :mod:`kubereflector._relist`.
+
+Concurrency: a Reflector runs on one event loop. It is the only writer of its
+store while it runs; the store's readers may be on any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import _relist
+from ._relist import (
+    VeryShortWatchError,
+    WatchAction,
+    WatchListUnsupportedError,
+    WatchStalledError,
+)
+from .backoff import Backoff, Clock, RealClock
+from .errors import ApiError, error_from_status
+from .keys import deletion_handling_meta_namespace_key_func, get_metadata
+from .listwatch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, ListerWatcher, ListOptions
+from .store import Cache, ReflectorStore, ResourceVersionUpdater
+
+__all__ = [
+    "Reflector",
+    "ReflectorStats",
+    "VeryShortWatchError",
+    "WatchErrorHandler",
+    "WatchListUnsupportedError",
+    "WatchStalledError",
+    "default_watch_error_handler",
+]
+
+logger = logging.getLogger("kubereflector.reflector")
+
+WatchErrorHandler = Callable[["Reflector", BaseException], None]
+"""Called with every error that ends a list-and-watch cycle; must return quickly."""
+
+
+def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
+    """Log at a level that fits: expected ends (410, very short watches) quietly."""
+    if _relist.is_expired(err):
+        logger.debug("%s: watch closed: %s", reflector.name, err)
+    elif isinstance(err, VeryShortWatchError):
+        logger.info("%s: %s", reflector.name, err)
+    else:
+        logger.warning("%s: list-and-watch failed: %s", reflector.name, err)
+
+
+@dataclass(frozen=True, slots=True)
+class ReflectorStats:
+    """Counters since the Reflector was created (a snapshot)."""
+
+    lists: int
+    """Successful full syncs (lists and watch-lists)."""
+    relists: int
+    """Successful full syncs after the first."""
+    watches: int
+    """Watch streams opened (a watch-list counts once)."""
+    watch_restarts: int
+    """Watches re-opened without a relist (timeouts, stalls, 429s, refused connections)."""
+    stalls: int
+    """Watches found silent for longer than the idle limit."""
+    events: int
+    """Watch events received, bookmarks included."""
+    last_sync_resource_version: str
+
+
+class Reflector:
+    """Keeps a store in step with a resource on the API server (client-go's ``Reflector``).
+
+    ``store`` needs only ``add``/``update``/``delete``/``replace``/``resync``;
+    if it also has ``update_resource_version`` it is told every RV synced to,
+    bookmarks included, and if it has a ``transformer`` callable, objects of a
+    watch-list's initial stream pass through it before they are gathered.
+
+    Objects reach the store as the ListerWatcher produced them; the store owns
+    them from then on. An object of the wrong kind (with ``expected_kind``) or
+    without metadata, and an object the store rejects (e.g. no name), is logged
+    by key and skipped: it never breaks the watch.
+    """
+
+    def __init__(
+        self,
+        lister_watcher: ListerWatcher,
+        store: ReflectorStore,
+        *,
+        name: str | None = None,
+        expected_kind: str | None = None,
+        resync_period: float = 0,
+        should_resync: Callable[[], bool] | None = None,
+        page_size: int | None = None,
+        use_watch_list: bool = True,
+        min_watch_timeout: float = 300,
+        idle_timeout: float | None = 90.0,
+        max_internal_error_retry_duration: float = 30.0,
+        backoff: Backoff | None = None,
+        clock: Clock | None = None,
+        on_watch_error: WatchErrorHandler | None = None,
+    ) -> None:
+        if resync_period < 0 or min_watch_timeout <= 0:
+            raise ValueError(
+                f"resync_period must be >= 0 and min_watch_timeout > 0 "
+                f"(got {resync_period} and {min_watch_timeout})"
+            )
+        if page_size is not None and page_size <= 0:
+            raise ValueError(f"page_size must be positive (got {page_size})")
+        if idle_timeout is not None and idle_timeout <= 0:
+            raise ValueError(f"idle_timeout must be positive or None (got {idle_timeout})")
+        self._lw = lister_watcher
+        self._store = store
+        self.expected_kind = expected_kind
+        self.name = name or f"reflector({expected_kind or type(lister_watcher).__name__})"
+        self.resync_period = resync_period
+        self.should_resync = should_resync
+        self.page_size = page_size
+        self.min_watch_timeout = min_watch_timeout
+        self.idle_timeout = idle_timeout
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self.backoff = backoff if backoff is not None else Backoff(clock=self.clock)
+        self.on_watch_error: WatchErrorHandler = on_watch_error or default_watch_error_handler
+        self._internal_retry = _relist.InternalErrorRetry(max_internal_error_retry_duration)
+        self._use_watch_list = use_watch_list
+        self._last_sync_rv = ""
+        self._rv_unavailable = False
+        self._paginated_result = False
+        # counters (see ReflectorStats)
+        self._lists = 0
+        self._watches = 0
+        self._watch_restarts = 0
+        self._stalls = 0
+        self._events = 0
+
+    # -- public ---------------------------------------------------------------
+
+    @property
+    def store(self) -> ReflectorStore:
+        return self._store
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion of the last list, watch-list or watch event applied."""
+        return self._last_sync_rv
+
+    @property
+    def uses_watch_list(self) -> bool:
+        """Whether the next sync will try a watch-list (false once the server refused one)."""
+        return self._use_watch_list
+
+    def stats(self) -> ReflectorStats:
+        return ReflectorStats(
+            lists=self._lists,
+            relists=max(0, self._lists - 1),
+            watches=self._watches,
+            watch_restarts=self._watch_restarts,
+            stalls=self._stalls,
+            events=self._events,
+            last_sync_resource_version=self._last_sync_rv,
+        )
+
+    async def run(self) -> None:
+        """List and watch until cancelled, with backoff between cycles.
+
+        Every error that ends a cycle goes to ``on_watch_error``; the next cycle
+        starts after ``backoff``. Cancelling closes the open stream before
+        returning; the store is left as the last applied event made it.
+        """
+        logger.debug("%s: starting", self.name)
+        try:
+            while True:
+                wait_at_least = 0.0
+                try:
+                    await self.list_and_watch()
+                except Exception as err:
+                    wait_at_least = _relist.retry_after(err)
+                    self.on_watch_error(self, err)
+                await self.backoff.wait(at_least=wait_at_least)
+        finally:
+            logger.debug("%s: stopped", self.name)
+
+    async def list_and_watch(self) -> None:
+        """Run one cycle: sync the store fully, then watch until the cycle ends.
+
+        Never returns normally: it raises the error that ended the cycle
+        (:class:`~kubereflector.ExpiredError` when the watch's history expired,
+        :class:`VeryShortWatchError`, the list's error, ...).
+        """
+        synced = asyncio.Event()
+        use_watch_list = self._use_watch_list
+        if not use_watch_list:
+            await self._list()
+            synced.set()
+        resync = asyncio.create_task(self._resync_loop(synced)) if self.resync_period > 0 else None
+        try:
+            await self._watch_loop(synced, use_watch_list)
+        finally:
+            if resync is not None:
+                await _cancel_and_wait(resync)
+
+    # -- listing ----------------------------------------------------------------
+
+    async def _list(self) -> None:
+        """A full list into the store with one ``replace``."""
+        rv = _relist.relist_resource_version(self._last_sync_rv, self._rv_unavailable)
+        try:
+            items, list_rv, paginated = await self._paged_list(rv)
+        except ApiError as err:
+            if not (_relist.is_expired(err) or _relist.is_too_large_resource_version(err)):
+                raise
+            logger.info("%s: resourceVersion %r unavailable (%s); listing anew", self.name, rv, err)
+            self._rv_unavailable = True
+            rv = _relist.relist_resource_version(self._last_sync_rv, self._rv_unavailable)
+            items, list_rv, paginated = await self._paged_list(rv)
+        if rv == "0" and paginated:
+            self._paginated_result = True
+        self._rv_unavailable = False
+        self._store.replace(items, list_rv)
+        self._synced_to(list_rv)
+        logger.debug("%s: listed %d objects at resourceVersion %s", self.name, len(items), list_rv)
+
+    async def _paged_list(self, rv: str) -> tuple[list[Any], str, bool]:
+        """All pages of a list at ``rv``: (items, resourceVersion, was it paginated)."""
+        limit = _relist.list_page_size(self.page_size, self._paginated_result, rv)
+        options = ListOptions(resource_version=rv, limit=limit)
+        result = await self._lw.list(options)
+        items = list(result.items)
+        paginated = False
+        while result.continue_:
+            paginated = True
+            page = ListOptions(limit=limit, continue_=result.continue_)
+            try:
+                result = await self._lw.list(page)
+            except ApiError as err:
+                if not _relist.is_expired(err):
+                    raise
+                # The snapshot behind the continue token is gone: list everything
+                # at once, at the RV first asked for.
+                logger.info("%s: continue token expired; listing in full", self.name)
+                result = await self._lw.list(ListOptions(resource_version=rv))
+                items = list(result.items)
+                break
+            items.extend(result.items)
+        return items, result.resource_version, paginated
+
+    # -- watching ---------------------------------------------------------------
+
+    def _watch_options(self, watch_list: bool) -> ListOptions:
+        timeout = _relist.watch_timeout_seconds(self.min_watch_timeout, random.random())
+        if watch_list:
+            return ListOptions(
+                resource_version=_relist.rewatch_resource_version(
+                    self._last_sync_rv, self._rv_unavailable
+                ),
+                resource_version_match="NotOlderThan",
+                send_initial_events=True,
+                allow_watch_bookmarks=True,
+                timeout_seconds=timeout,
+            )
+        return ListOptions(
+            resource_version=self._last_sync_rv,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout,
+        )
+
+    async def _watch_loop(self, synced: asyncio.Event, watch_list: bool) -> None:
+        """Open watches one after another until an error ends the cycle."""
+        while True:
+            start = self.clock.now()
+            try:
+                count = await self._stream(self._watch_options(watch_list), synced)
+            except Exception as err:
+                if watch_list and not synced.is_set():
+                    watch_list = await self._after_failed_watch_list(err, synced)
+                    continue
+                watch_list = False
+                now = self.clock.now()
+                self._internal_retry.after(err, now)
+                action = _relist.classify_watch_error(err, self._internal_retry.should_retry(now))
+                if action is WatchAction.END_CYCLE:
+                    raise
+                logger.debug("%s: watch ended (%s); watching again", self.name, err)
+                self._watch_restarts += 1
+                if action is WatchAction.BACKOFF_REWATCH:
+                    await self.backoff.wait(at_least=_relist.retry_after(err))
+                continue
+            if watch_list and not synced.is_set():
+                watch_list = await self._after_failed_watch_list(
+                    WatchListUnsupportedError(
+                        "the watch-list stream ended without the initial-events-end bookmark"
+                    ),
+                    synced,
+                )
+                continue
+            watch_list = False
+            if count == 0 and self.clock.now() - start < _relist.VERY_SHORT_WATCH:
+                raise VeryShortWatchError(
+                    f"{self.name}: watch lasted less than a second and delivered no event"
+                )
+            self._watch_restarts += 1
+
+    async def _after_failed_watch_list(self, err: Exception, synced: asyncio.Event) -> bool:
+        """Handle a watch-list that failed before its initial events ended.
+
+        Returns whether to try a watch-list again (else a list has synced the store).
+        """
+        if _relist.is_watch_error_retriable(err) or isinstance(err, WatchStalledError):
+            logger.info("%s: watch-list failed (%s); backing off", self.name, err)
+            await self.backoff.wait(at_least=_relist.retry_after(err))
+            return True
+        if _relist.is_expired(err) or _relist.is_too_large_resource_version(err):
+            self._rv_unavailable = True
+            return True
+        if _relist.refuses_watch_list(err):
+            logger.info("%s: the server does not support watch-list (%s); listing", self.name, err)
+            self._use_watch_list = False
+        else:
+            logger.warning("%s: watch-list failed (%s); falling back to a list", self.name, err)
+        await self._list()
+        synced.set()
+        return False
+
+    async def _stream(self, options: ListOptions, synced: asyncio.Event) -> int:
+        """One watch connection, consumed in a child task next to an idle watchdog.
+
+        Returns the number of events when the stream ends normally; raises the
+        stream's error, or :class:`WatchStalledError` when the watchdog fired.
+        The stream is closed before this returns, also on cancellation.
+        """
+        self._watches += 1
+        consumer = asyncio.create_task(self._consume(options, synced))
+        if self.idle_timeout is None:
+            try:
+                return await consumer
+            finally:
+                await _cancel_and_wait(consumer)
+        watchdog = asyncio.create_task(self._watchdog(self.idle_timeout))
+        try:
+            await asyncio.wait({consumer, watchdog}, return_when=asyncio.FIRST_COMPLETED)
+            if consumer.done():
+                return consumer.result()
+            self._stalls += 1
+            raise WatchStalledError(
+                f"{self.name}: no event or bookmark for {self.idle_timeout:g} s; "
+                "treating the watch as dead"
+            )
+        finally:
+            await _cancel_and_wait(consumer)
+            await _cancel_and_wait(watchdog)
+
+    async def _watchdog(self, idle: float) -> None:
+        """Return once no event arrived for ``idle`` seconds (checked every idle/4)."""
+        tick = idle / 4
+        seen = self._events
+        quiet_since = self.clock.now()
+        while True:
+            await self.clock.sleep(tick)
+            now = self.clock.now()
+            if self._events != seen:
+                seen = self._events
+                quiet_since = now
+            elif now - quiet_since >= idle:
+                return
+
+    async def _consume(self, options: ListOptions, synced: asyncio.Event) -> int:
+        """Apply one stream's events; returns how many arrived.
+
+        While a watch-list's initial events flow (``synced`` not set) they are
+        gathered in a temporary store that replaces the real one in one step at
+        the initial-events-end bookmark; the same stream then goes on.
+        """
+        store = self._store
+        initial: Cache | None = None
+        transformer: Callable[[Any], Any] | None = None
+        if not synced.is_set():
+            initial = Cache(deletion_handling_meta_namespace_key_func)
+            candidate = getattr(store, "transformer", None)
+            transformer = candidate if callable(candidate) else None
+        target: Any = initial if initial is not None else store
+        updater = store if isinstance(store, ResourceVersionUpdater) else None
+        initial_rv = ""
+        expected_kind = self.expected_kind
+        count = 0
+        async with self._lw.watch(options) as events:
+            async for event in events:
+                count += 1
+                self._events += 1
+                etype, obj = event
+                if etype == ERROR:
+                    if isinstance(obj, Mapping):
+                        raise error_from_status(obj)
+                    raise ApiError(500, "InternalError", f"watch ERROR event with {obj!r}")
+                if type(obj) is dict:
+                    meta = obj.get("metadata")
+                    kind = obj.get("kind")
+                else:
+                    meta = get_metadata(obj)
+                    kind = getattr(obj, "kind", None)
+                if meta is None:
+                    logger.error(
+                        "%s: %s event for an object without metadata; skipped", self.name, etype
+                    )
+                    continue
+                if expected_kind is not None and kind is not None and kind != expected_kind:
+                    logger.error(
+                        "%s: expected kind %s, but a %s event carried a %s; skipped",
+                        self.name,
+                        expected_kind,
+                        etype,
+                        kind,
+                    )
+                    continue
+                rv = meta.get("resourceVersion") if type(meta) is dict else _resource_version(meta)
+                if etype == BOOKMARK:
+                    if initial is not None and _relist.is_initial_events_end(meta):
+                        final_rv = rv or initial_rv
+                        store.replace(initial.list(), final_rv)
+                        self._rv_unavailable = False
+                        self._lists += 1
+                        initial = None
+                        transformer = None
+                        target = store
+                        synced.set()
+                        self._synced_to(final_rv)
+                        logger.debug(
+                            "%s: watch-list synced at resourceVersion %s", self.name, final_rv
+                        )
+                        continue
+                elif etype in (ADDED, MODIFIED, DELETED):
+                    if transformer is not None and etype != DELETED:
+                        obj = transformer(obj)
+                    try:
+                        if etype == ADDED:
+                            target.add(obj)
+                        elif etype == MODIFIED:
+                            target.update(obj)
+                        else:
+                            target.delete(obj)
+                    except Exception as err:
+                        logger.error("%s: could not apply a %s event: %s", self.name, etype, err)
+                else:
+                    logger.error("%s: unknown watch event type %r; skipped", self.name, etype)
+                    continue
+                if rv:
+                    if initial is not None:
+                        initial_rv = rv
+                    else:
+                        self._last_sync_rv = rv
+                        if updater is not None:
+                            updater.update_resource_version(rv)
+        return count
+
+    def _synced_to(self, rv: str) -> None:
+        self._last_sync_rv = rv
+        if isinstance(self._store, ResourceVersionUpdater):
+            self._store.update_resource_version(rv)
+
+    async def _resync_loop(self, synced: asyncio.Event) -> None:
+        """Every ``resync_period`` (once synced), ``store.resync()`` if ``should_resync`` agrees."""
+        await synced.wait()
+        while True:
+            await self.clock.sleep(self.resync_period)
+            if self.should_resync is None or self.should_resync():
+                logger.debug("%s: resync", self.name)
+                try:
+                    self._store.resync()
+                except Exception:
+                    logger.exception("%s: store.resync() failed", self.name)
+
+    def __repr__(self) -> str:
+        return f"<Reflector {self.name} rv={self._last_sync_rv!r}>"
+
+
+def _resource_version(meta: Any) -> str | None:
+    if isinstance(meta, Mapping):
+        return meta.get("resourceVersion")
+    return getattr(meta, "resource_version", None)
+
+
+async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` (if running) and wait until it has finished."""
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
