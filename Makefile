@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest demo clean
+.PHONY: test lint typecheck pytest bench demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,14 +17,19 @@ $(STAMP): pyproject.toml
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q
+
+# Benchmarks print tables with ratios against peers measured in the same run;
+# nothing in them is asserted by the tests.
+bench: $(STAMP)
+	$(BIN)/python benchmarks/watch_stream.py
 
 demo: $(STAMP)
 	@echo "make demo arrives with the command-line issue: there is no demo yet."

@@ -22,6 +22,7 @@ from .errors import (
     NotFoundError,
     TooLargeResourceVersionError,
     TooManyRequestsError,
+    TruncatedStreamError,
     UnauthorizedError,
     error_from_status,
     is_connection_refused,
@@ -80,6 +81,15 @@ from .reflector import (
     default_watch_error_handler,
 )
 
+# -- selectors.py --
+from .selectors import (
+    FieldRequirement,
+    FieldSelector,
+    LabelRequirement,
+    LabelSelector,
+    label_selector_from_dict,
+)
+
 # -- store.py --
 from .store import (
     NAMESPACE_INDEX,
@@ -122,6 +132,8 @@ __all__ = [
     "Deltas",
     "ExpiredError",
     "ExplicitKey",
+    "FieldRequirement",
+    "FieldSelector",
     "ForbiddenError",
     "IndexFunc",
     "IndexFuncError",
@@ -130,6 +142,8 @@ __all__ = [
     "KeyFunc",
     "KeyFuncError",
     "KeyListerGetter",
+    "LabelRequirement",
+    "LabelSelector",
     "ListFunc",
     "ListOptions",
     "ListResult",
@@ -151,6 +165,7 @@ __all__ = [
     "TooLargeResourceVersionError",
     "TooManyRequestsError",
     "TransformFunc",
+    "TruncatedStreamError",
     "UnauthorizedError",
     "UnknownIndexError",
     "VeryShortWatchError",
@@ -172,6 +187,7 @@ __all__ = [
     "get_resource_version",
     "get_uid",
     "is_connection_refused",
+    "label_selector_from_dict",
     "meta_namespace_index_func",
     "meta_namespace_key_func",
     "new_indexer",

@@ -17,6 +17,7 @@ from .errors import (
     ExpiredError,
     TooLargeResourceVersionError,
     TooManyRequestsError,
+    TruncatedStreamError,
     is_connection_refused,
 )
 from .listwatch import INITIAL_EVENTS_END_ANNOTATION
@@ -99,8 +100,13 @@ def is_internal_error(err: BaseException) -> bool:
 
 
 def is_watch_error_retriable(err: BaseException) -> bool:
-    """Errors after which the watch is retried (after backoff) without relisting."""
-    return is_connection_refused(err) or is_too_many_requests(err)
+    """Errors after which the watch is retried (after backoff) without relisting:
+    a refused connection, a 429, a stream cut off mid-event."""
+    return (
+        is_connection_refused(err)
+        or is_too_many_requests(err)
+        or isinstance(err, TruncatedStreamError)
+    )
 
 
 def retry_after(err: BaseException) -> float:

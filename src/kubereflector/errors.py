@@ -21,6 +21,7 @@ __all__ = [
     "NotFoundError",
     "TooLargeResourceVersionError",
     "TooManyRequestsError",
+    "TruncatedStreamError",
     "UnauthorizedError",
     "error_from_status",
     "is_connection_refused",
@@ -131,6 +132,15 @@ class DecodeError(ApiError):
 
     def __init__(self, message: str, *, url: str | None = None) -> None:
         super().__init__(0, "DecodeError", message, None, url=url)
+
+
+class TruncatedStreamError(DecodeError):
+    """A watch stream was cut off (the connection closed or broke inside an event).
+
+    Nothing of the partial event is delivered. The Reflector re-watches from the
+    last resourceVersion after backoff, without a relist, as client-go does for an
+    unexpected EOF.
+    """
 
 
 _TOO_LARGE_CAUSE = "ResourceVersionTooLarge"

@@ -230,6 +230,7 @@ class Reflector:
             self._paginated_result = True
         self._rv_unavailable = False
         self._store.replace(items, list_rv)
+        self._lists += 1
         self._synced_to(list_rv)
         logger.debug("%s: listed %d objects at resourceVersion %s", self.name, len(items), list_rv)
 

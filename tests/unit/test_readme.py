@@ -34,6 +34,14 @@ def _run(heading: str) -> dict[str, Any]:
     return namespace
 
 
+def test_every_python_block_compiles() -> None:
+    text = README.read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, re.M | re.S)
+    assert len(blocks) >= 5
+    for number, block in enumerate(blocks):
+        compile(block, f"README.md (python block {number})", "exec")
+
+
 def test_the_readme_has_the_examples() -> None:
     assert set(_python_blocks()) >= {
         "The cache: Store and Indexer",

@@ -150,6 +150,8 @@ async def test_rv_policy_across_relists() -> None:
         ]
         assert store.names() == []
         assert rvs(lw.watch_calls) == ["10", "20"]
+        stats = reflector.stats()
+        assert (stats.lists, stats.relists, stats.watches) == (2, 1, 2)
 
 
 async def test_a_server_that_paginates_rv_0_keeps_being_paged() -> None:

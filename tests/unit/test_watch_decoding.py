@@ -1,0 +1,357 @@
+"""Decoding watch streams: every chunking, big objects, bad lines, truncation.
+
+The splitter (``kubereflector.client._lines``) is driven with scripted chunks;
+the same behaviours are then checked through ``Client.watch`` over HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Coroutine, Iterable
+from typing import Any, TypeVar
+
+import msgspec
+import pytest
+from aiohttp import web
+from fake_http import serve, stream_lines
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubereflector import DecodeError, ListOptions, WatchEvent
+from kubereflector.client import Client, ClientConfig
+from kubereflector.client._lines import BATCH_BYTES, YIELD_COST, decode_watch_stream
+
+T = TypeVar("T")
+URL = "http://kube.test/api/v1/pods?watch=1"
+SECRET = "c3VwZXItc2VjcmV0LXBhc3N3b3Jk"
+
+
+def event(etype: str, name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": etype,
+        "object": {"kind": "Pod", "metadata": {"name": name, "resourceVersion": "1"}, **extra},
+    }
+
+
+def encode(events: Iterable[dict[str, Any]]) -> bytes:
+    return b"".join(msgspec.json.encode(e) + b"\n" for e in events)
+
+
+def chunked(data: bytes, cuts: Iterable[int]) -> list[bytes]:
+    points = [0, *sorted(set(cuts)), len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(points) if b > a]
+
+
+async def decode(chunks: Iterable[bytes]) -> list[WatchEvent]:
+    feed = iter(list(chunks))
+
+    async def read() -> bytes:
+        return next(feed, b"")
+
+    return [e async for e in decode_watch_stream(read, URL)]
+
+
+async def decode_until_error(chunks: Iterable[bytes]) -> tuple[list[WatchEvent], DecodeError]:
+    feed = iter(list(chunks))
+
+    async def read() -> bytes:
+        return next(feed, b"")
+
+    return await collect_until_error(decode_watch_stream(read, URL))
+
+
+async def collect_until_error(
+    events: AsyncIterator[WatchEvent],
+) -> tuple[list[WatchEvent], DecodeError]:
+    """The events before the stream's DecodeError, and the error."""
+    got: list[WatchEvent] = []
+
+    async def consume() -> None:
+        while (event := await anext(events, None)) is not None:
+            got.append(event)
+
+    with pytest.raises(DecodeError) as info:
+        await consume()
+    return got, info.value
+
+
+def as_events(events: Iterable[dict[str, Any]]) -> list[WatchEvent]:
+    return [WatchEvent(e["type"], e["object"]) for e in events]
+
+
+# -- the splitter ----------------------------------------------------------------
+
+THREE = [event("ADDED", "a"), event("MODIFIED", "b", spec={"x": "é\n"}), event("DELETED", "c")]
+
+
+@pytest.mark.asyncio
+async def test_every_split_point_pair_gives_the_same_events() -> None:
+    data = encode(THREE)
+    expected = as_events(THREE)
+    for i in range(len(data) + 1):
+        for j in range(i, len(data) + 1, 7):
+            assert await decode(chunked(data, [i, j])) == expected, (i, j)
+
+
+@pytest.mark.asyncio
+async def test_one_byte_chunks() -> None:
+    data = encode(THREE)
+    assert await decode(data[i : i + 1] for i in range(len(data))) == as_events(THREE)
+
+
+@pytest.mark.asyncio
+async def test_events_are_watch_event_tuples() -> None:
+    (first, *_) = await decode([encode(THREE)])
+    assert type(first) is WatchEvent
+    etype, obj = first
+    assert (etype, obj) == (first.type, first.object) == ("ADDED", THREE[0]["object"])
+
+
+def run_without_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Drive a coroutine that only ever awaits ``asyncio.sleep(0)`` (cheaper than a loop)."""
+    try:
+        while True:
+            coro.send(None)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    objects=st.lists(st.dictionaries(st.text(max_size=8), json_values), min_size=1, max_size=8),
+    cuts=st.lists(st.integers(0, 5000), max_size=12),
+)
+def test_any_chunking_of_any_events(objects: list[dict[str, Any]], cuts: list[int]) -> None:
+    events = [{"type": "ADDED", "object": o} for o in objects]
+    data = encode(events)
+    got = run_without_loop(decode(chunked(data, [c % (len(data) + 1) for c in cuts])))
+    assert got == as_events(events)
+
+
+@pytest.mark.asyncio
+async def test_a_large_object_split_across_many_chunks() -> None:
+    big = event("ADDED", "big", data={"blob": "x" * 1_500_000, "n": list(range(1000))})
+    small = event("MODIFIED", "small")
+    data = encode([small, big, small])
+    cuts = range(3, len(data), 1499)  # about a thousand chunks
+    got = await decode(chunked(data, cuts))
+    assert got == as_events([small, big, small])
+    assert len(got[1].object["data"]["blob"]) == 1_500_000
+
+
+@pytest.mark.asyncio
+async def test_large_object_in_one_chunk_with_neighbours() -> None:
+    big = event("ADDED", "big", data={"blob": "y" * (3 * BATCH_BYTES)})
+    events = [event("ADDED", f"p{i}") for i in range(50)] + [big, event("DELETED", "z")]
+    assert await decode([encode(events)]) == as_events(events)
+
+
+@pytest.mark.asyncio
+async def test_many_small_events_in_one_chunk_do_not_hold_the_loop() -> None:
+    events = [event("ADDED", f"pod-{i}") for i in range(20_000)]
+    data = encode(events)
+    assert len(data) > 4 * YIELD_COST
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    start = ticks
+    got = await decode([data])  # the consumer itself never awaits anything
+    during = ticks - start
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert got == as_events(events)
+    assert during >= len(data) // YIELD_COST
+
+
+@pytest.mark.asyncio
+async def test_blank_lines_and_crlf_are_tolerated() -> None:
+    a, b = (msgspec.json.encode(e) for e in THREE[:2])
+    data = b"\n" + a + b"\r\n\r\n  \n" + b + b"\n\n"
+    assert await decode([data]) == as_events(THREE[:2])
+    assert await decode(chunked(data, range(0, len(data), 3))) == as_events(THREE[:2])
+
+
+@pytest.mark.asyncio
+async def test_a_last_line_without_newline_is_delivered_when_complete() -> None:
+    data = encode(THREE)[:-1]
+    assert await decode(chunked(data, [10])) == as_events(THREE)
+
+
+@pytest.mark.asyncio
+async def test_error_event_keeps_its_status_intact() -> None:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": "too old resource version: 1 (5)",
+        "reason": "Expired",
+        "code": 410,
+        "details": {"causes": [{"reason": "x", "message": "y"}], "retryAfterSeconds": 3},
+    }
+    (got,) = await decode([encode([{"type": "ERROR", "object": status}])])
+    assert got == WatchEvent("ERROR", status)
+
+
+@pytest.mark.parametrize(
+    ("line", "detail"),
+    [
+        (b'{"type": "ADDED", "object": {"secret": "' + SECRET.encode() + b'"', "malformed"),
+        (b'{"object": {"data": "' + SECRET.encode() + b'"}}', "missing required field `type`"),
+        (b'{"type": 1, "object": {}}', "Expected `str`, got `int`"),
+        (b'["' + SECRET.encode() + b'"]', "Expected `object`, got `array`"),
+        (b"<html>" + SECRET.encode() + b"</html>", "malformed"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_a_bad_line_raises_after_the_good_ones(line: bytes, detail: str) -> None:
+    good = encode(THREE[:2])
+    data = good + line + b"\n" + encode(THREE[2:])
+    for chunks in ([data], chunked(data, range(0, len(data), 5))):
+        got, err = await decode_until_error(chunks)
+        assert got == as_events(THREE[:2])
+        text = str(err)
+        assert detail in text
+        assert f"byte {len(good)}" in text
+        assert f"({len(line) + 1} bytes)" in text
+        assert URL in text
+        assert SECRET not in text
+        assert err.url == URL
+
+
+@pytest.mark.asyncio
+async def test_a_bad_line_deep_in_a_big_chunk_is_located() -> None:
+    events = [event("ADDED", f"p{i}") for i in range(2000)]
+    good = encode(events)
+    data = good + b"{nope}\n"
+    got, err = await decode_until_error([data])
+    assert got == as_events(events)
+    assert f"byte {len(good)} " in str(err)
+
+
+@pytest.mark.parametrize("cut", [1, 10, 40])
+@pytest.mark.asyncio
+async def test_a_stream_ending_inside_a_line_is_truncated(cut: int) -> None:
+    good = encode(THREE[:2])
+    partial = msgspec.json.encode(event("ADDED", "c", data={"token": SECRET}))[:cut]
+    got, err = await decode_until_error(chunked(good + partial, [len(good) - 3, len(good) + 1]))
+    assert got == as_events(THREE[:2])
+    assert "truncated" in str(err)
+    assert f"at byte {len(good)}" in str(err)
+    assert SECRET not in str(err)
+
+
+# -- through Client.watch ---------------------------------------------------------
+
+
+async def watch_all(
+    handler: Any, options: ListOptions | None = None
+) -> tuple[list[WatchEvent], BaseException | None]:
+    async with serve() as server, Client(ClientConfig(server=server.url)) as client:
+        server.route("GET", "/api/v1/pods", handler)
+        got: list[WatchEvent] = []
+        try:
+            async with client.watch("/api/v1/pods", options or ListOptions()) as events:
+                while (e := await anext(events, None)) is not None:
+                    got.append(e)
+        except Exception as err:
+            return got, err
+        return got, None
+
+
+@pytest.mark.asyncio
+async def test_http_watch_delivers_events_across_writes() -> None:
+    data = encode(THREE)
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await stream_lines(request, data[:5], data[5:60], data[60:])
+
+    got, err = await watch_all(handler)
+    assert err is None
+    assert got == as_events(THREE)
+
+
+@pytest.mark.asyncio
+async def test_http_watch_with_a_malformed_line_raises_decode_error() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await stream_lines(request, encode(THREE[:1]), b'{"type": "ADDED", "obj\n')
+
+    got, err = await watch_all(handler)
+    assert got == as_events(THREE[:1])
+    assert isinstance(err, DecodeError)
+    assert "/api/v1/pods?watch=1" in str(err)
+
+
+@pytest.mark.asyncio
+async def test_http_watch_ending_mid_line_is_truncated() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await stream_lines(request, encode(THREE[:1]), b'{"type": "ADDED", "object": {')
+
+    got, err = await watch_all(handler)
+    assert got == as_events(THREE[:1])
+    assert isinstance(err, DecodeError)
+    assert "truncated" in str(err)
+
+
+@pytest.mark.asyncio
+async def test_http_watch_cut_by_the_connection_is_truncated() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        response.content_type = "application/json"
+        await response.prepare(request)
+        await response.write(encode(THREE[:1]) + b'{"type": "ADDED", "ob')
+        assert request.transport is not None
+        request.transport.close()  # no terminating chunk: the body is cut short
+        return response
+
+    got, err = await watch_all(handler)
+    assert got == as_events(THREE[:1])
+    assert isinstance(err, DecodeError)
+    assert "truncated" in str(err)
+
+
+@pytest.mark.asyncio
+async def test_http_watch_of_a_non_json_body_raises_decode_error() -> None:
+    async def handler(_request: web.Request) -> web.StreamResponse:
+        return web.Response(text="<html>welcome to the proxy</html>\n", content_type="text/html")
+
+    got, err = await watch_all(handler)
+    assert got == []
+    assert isinstance(err, DecodeError)
+
+
+@pytest.mark.asyncio
+async def test_http_watch_can_be_left_early_and_the_client_reused() -> None:
+    release = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(encode(THREE))
+        await release.wait()  # never ends on its own
+        return response
+
+    async with serve() as server, Client(ClientConfig(server=server.url)) as client:
+        server.route("GET", "/api/v1/pods", handler)
+        server.json("GET", "/api/v1/namespaces", {"items": []})
+        async with client.watch("/api/v1/pods", ListOptions()) as events:
+            first = await asyncio.wait_for(anext(aiter(events)), 5)
+            assert first == as_events(THREE)[0]
+        assert await client.get("/api/v1/namespaces") == {"items": []}
+        release.set()
