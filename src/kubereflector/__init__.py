@@ -10,6 +10,18 @@ from __future__ import annotations
 # -- backoff.py --
 from .backoff import Backoff, Clock, RealClock
 
+# -- controller.py --
+from .controller import (
+    AlreadyStartedError,
+    Controller,
+    FilteringResourceEventHandler,
+    ResourceEventHandler,
+    ResourceEventHandlerDetailedFuncs,
+    ResourceEventHandlerFuncs,
+    new_indexer_informer,
+    new_informer,
+)
+
 # -- delta_fifo.py --
 from .delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType, TransformFunc
 
@@ -47,6 +59,9 @@ from .keys import (
     meta_namespace_key_func,
     split_meta_namespace_key,
 )
+
+# -- listers.py --
+from .listers import Lister, NamespaceLister, SelectorLike
 
 # -- listwatch.py --
 from .listwatch import (
@@ -90,6 +105,16 @@ from .selectors import (
     label_selector_from_dict,
 )
 
+# -- shared_informer.py --
+from .shared_informer import (
+    HandlerStats,
+    InformerStats,
+    InformerStoppedError,
+    Registration,
+    SharedIndexInformer,
+    wait_for_cache_sync,
+)
+
 # -- store.py --
 from .store import (
     NAMESPACE_INDEX,
@@ -109,6 +134,9 @@ from .store import (
     new_store,
 )
 
+# -- transforms.py --
+from .transforms import compose, strip_managed_fields
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -120,10 +148,12 @@ __all__ = [
     "INITIAL_EVENTS_END_ANNOTATION",
     "MODIFIED",
     "NAMESPACE_INDEX",
+    "AlreadyStartedError",
     "ApiError",
     "Backoff",
     "Cache",
     "Clock",
+    "Controller",
     "DecodeError",
     "DeletedFinalStateUnknown",
     "Delta",
@@ -134,11 +164,15 @@ __all__ = [
     "ExplicitKey",
     "FieldRequirement",
     "FieldSelector",
+    "FilteringResourceEventHandler",
     "ForbiddenError",
+    "HandlerStats",
     "IndexFunc",
     "IndexFuncError",
     "Indexer",
     "Indexers",
+    "InformerStats",
+    "InformerStoppedError",
     "KeyFunc",
     "KeyFuncError",
     "KeyListerGetter",
@@ -148,7 +182,9 @@ __all__ = [
     "ListOptions",
     "ListResult",
     "ListWatch",
+    "Lister",
     "ListerWatcher",
+    "NamespaceLister",
     "NotFoundError",
     "PopProcessFunc",
     "Queue",
@@ -159,7 +195,13 @@ __all__ = [
     "Reflector",
     "ReflectorStats",
     "ReflectorStore",
+    "Registration",
+    "ResourceEventHandler",
+    "ResourceEventHandlerDetailedFuncs",
+    "ResourceEventHandlerFuncs",
     "ResourceVersionUpdater",
+    "SelectorLike",
+    "SharedIndexInformer",
     "Store",
     "ThreadSafeStore",
     "TooLargeResourceVersionError",
@@ -177,6 +219,7 @@ __all__ = [
     "WatchStalledError",
     "WatchStream",
     "__version__",
+    "compose",
     "default_watch_error_handler",
     "deletion_handling_meta_namespace_key_func",
     "error_from_status",
@@ -191,6 +234,10 @@ __all__ = [
     "meta_namespace_index_func",
     "meta_namespace_key_func",
     "new_indexer",
+    "new_indexer_informer",
+    "new_informer",
     "new_store",
     "split_meta_namespace_key",
+    "strip_managed_fields",
+    "wait_for_cache_sync",
 ]

@@ -1,0 +1,616 @@
+"""The Controller, the simple informers built on it, and the event handler types.
+
+A :class:`Controller` runs a :class:`~kubereflector.Reflector` that fills a queue
+and pops the queue into a ``process`` function (client-go's ``controller``).
+:func:`new_informer` and :func:`new_indexer_informer` wire one to a cache and one
+event handler; :class:`~kubereflector.SharedIndexInformer` shares one cache
+between many handlers.
+
+Event handlers implement :class:`ResourceEventHandler`. Each method may be a plain
+function or a coroutine function (and one handler may mix them): informers call
+plain methods on a worker thread of the handler's own, and await coroutine
+methods on the event loop, one notification at a time and in order. Handlers
+must treat the objects they receive as immutable: they are the cache's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any, Final, Protocol, runtime_checkable
+
+from ._listener import ADD, DELETE, UPDATE, Call, Listener, Notification, Route
+from ._sync import SyncSignal
+from .backoff import Clock
+from .delta_fifo import DeltaType, TransformFunc
+from .fifo import RealFIFO
+from .keys import deletion_handling_meta_namespace_key_func
+from .listwatch import ListerWatcher
+from .queue import PopProcessFunc, Queue, QueueClosed
+from .reflector import Reflector, WatchErrorHandler
+from .store import Cache, Indexer, Indexers, Store
+
+__all__ = [
+    "AlreadyStartedError",
+    "Controller",
+    "FilteringResourceEventHandler",
+    "ResourceEventHandler",
+    "ResourceEventHandlerDetailedFuncs",
+    "ResourceEventHandlerFuncs",
+    "new_indexer_informer",
+    "new_informer",
+]
+
+logger = logging.getLogger("kubereflector.controller")
+
+_YIELD_EVERY: Final = 128
+"""Pops in a row without waiting after which the pop loop lets other tasks run."""
+
+
+class AlreadyStartedError(RuntimeError):
+    """``run()`` was called on a controller or informer that is running or has run,
+    or a setting that must come before the start was changed after it."""
+
+
+# -- event handlers -----------------------------------------------------------------
+
+
+@runtime_checkable
+class ResourceEventHandler(Protocol):
+    """Receives an informer's notifications (client-go's ``ResourceEventHandler``).
+
+    * ``on_add(obj, is_in_initial_list)``: an object appeared in the cache;
+      ``is_in_initial_list`` is true for the objects of the initial list (and of
+      the replay a handler added late receives).
+    * ``on_update(old, new)``: an object in the cache was replaced. ``old`` is the
+      last state the cache held (several changes may have been merged), and a
+      relist or a periodic resync calls it even when nothing changed.
+    * ``on_delete(obj)``: an object left the cache. ``obj`` is its last known state,
+      or a :class:`~kubereflector.DeletedFinalStateUnknown` when the deletion was
+      only noticed by a relist.
+
+    Each method may be a plain function or a coroutine function; the return
+    value is ignored and an exception is logged (with the object's key) without
+    stopping further notifications.
+    """
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> object: ...
+
+    def on_update(self, old: Any, new: Any) -> object: ...
+
+    def on_delete(self, obj: Any) -> object: ...
+
+
+def _noop(*_args: Any) -> None:
+    """An absent handler function (the informer skips it without a thread hop)."""
+
+
+def _is_coroutine_callable(fn: object) -> bool:
+    """Whether calling ``fn`` returns a coroutine: a coroutine function, a bound
+    one, a ``functools.partial`` of one, or an object with an ``async __call__``."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    if inspect.isroutine(fn) or inspect.isclass(fn) or not callable(fn):
+        return False
+    return inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def _adapt(fn: Callable[..., Any] | None, *, drop_flag: bool) -> Callable[..., Any]:
+    """A handler method calling ``fn`` (dropping ``is_in_initial_list`` when asked),
+    a coroutine function exactly when ``fn`` is one."""
+    if fn is None:
+        return _noop
+    if not callable(fn):
+        raise TypeError(f"expected a callable or None, got {type(fn).__name__}")
+    if not drop_flag:
+        return fn
+    if _is_coroutine_callable(fn):
+
+        async def on_add_async(obj: Any, is_in_initial_list: bool) -> Any:
+            return await fn(obj)
+
+        return on_add_async
+
+    def on_add(obj: Any, is_in_initial_list: bool) -> Any:
+        return fn(obj)
+
+    return on_add
+
+
+class ResourceEventHandlerFuncs:
+    """A handler made of up to three functions (client-go's ``ResourceEventHandlerFuncs``).
+
+    ``on_add(obj)`` takes only the object (use
+    :class:`ResourceEventHandlerDetailedFuncs` to also get ``is_in_initial_list``),
+    ``on_update(old, new)``, ``on_delete(obj)``. A function left ``None`` is
+    skipped. Each may be a plain function or a coroutine function.
+    """
+
+    __slots__ = ("add_func", "delete_func", "on_add", "on_delete", "on_update", "update_func")
+
+    def __init__(
+        self,
+        on_add: Callable[[Any], Any] | None = None,
+        on_update: Callable[[Any, Any], Any] | None = None,
+        on_delete: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.add_func: Callable[..., Any] | None = on_add
+        self.update_func = on_update
+        self.delete_func = on_delete
+        self.on_add: Callable[[Any, bool], Any] = _adapt(on_add, drop_flag=True)
+        self.on_update: Callable[[Any, Any], Any] = _adapt(on_update, drop_flag=False)
+        self.on_delete: Callable[[Any], Any] = _adapt(on_delete, drop_flag=False)
+
+    def __repr__(self) -> str:
+        parts = [
+            f"{name}={_describe_callable(fn)}"
+            for name, fn in (
+                ("on_add", self.add_func),
+                ("on_update", self.update_func),
+                ("on_delete", self.delete_func),
+            )
+            if fn is not None
+        ]
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+class ResourceEventHandlerDetailedFuncs(ResourceEventHandlerFuncs):
+    """Like :class:`ResourceEventHandlerFuncs`, but ``on_add(obj, is_in_initial_list)``
+    (client-go's ``ResourceEventHandlerDetailedFuncs``)."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        on_add: Callable[[Any, bool], Any] | None = None,
+        on_update: Callable[[Any, Any], Any] | None = None,
+        on_delete: Callable[[Any], Any] | None = None,
+    ) -> None:
+        super().__init__(None, on_update, on_delete)
+        self.add_func = on_add
+        self.on_add = _adapt(on_add, drop_flag=False)
+
+
+class FilteringResourceEventHandler:
+    """Passes to ``handler`` only what ``filter`` accepts (client-go's
+    ``FilteringResourceEventHandler``).
+
+    An update whose old and new objects both pass is an update; one that starts
+    passing is an add of the new object (``is_in_initial_list`` false); one that
+    stops passing is a delete of the old object; one where neither passes is
+    dropped. Adds and deletes pass when their object does (the filter sees a
+    :class:`~kubereflector.DeletedFinalStateUnknown` as it is).
+
+    ``filter`` must be a plain, fast, pure function: informers call it on the
+    handler's consumer (its worker thread, or the event loop when every method
+    of ``handler`` is a coroutine function). Called directly, each method
+    returns what the wrapped method returned (an awaitable for a coroutine one).
+    """
+
+    __slots__ = ("filter", "handler")
+
+    def __init__(self, filter: Callable[[Any], bool], handler: ResourceEventHandler) -> None:
+        if _is_coroutine_callable(filter):
+            raise TypeError(
+                "the filter of a FilteringResourceEventHandler must be a plain function"
+            )
+        self.filter = filter
+        self.handler = handler
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> object:
+        if self.filter(obj):
+            return self.handler.on_add(obj, is_in_initial_list)
+        return None
+
+    def on_update(self, old: Any, new: Any) -> object:
+        newer = self.filter(new)
+        older = self.filter(old)
+        if newer and older:
+            return self.handler.on_update(old, new)
+        if newer:
+            return self.handler.on_add(new, False)
+        if older:
+            return self.handler.on_delete(old)
+        return None
+
+    def on_delete(self, obj: Any) -> object:
+        if self.filter(obj):
+            return self.handler.on_delete(obj)
+        return None
+
+    def __repr__(self) -> str:
+        return f"FilteringResourceEventHandler({_describe_callable(self.filter)}, {self.handler!r})"
+
+
+def _describe_callable(fn: object) -> str:
+    return str(getattr(fn, "__qualname__", None) or type(fn).__name__)
+
+
+def _resolve_handler(handler: object) -> tuple[Route, bool]:
+    """The routing function of ``handler`` for a listener, and whether the
+    listener needs a worker thread (some method is a plain function).
+
+    Raises :class:`TypeError` if ``handler`` lacks one of the three methods.
+    """
+    if isinstance(handler, FilteringResourceEventHandler):
+        inner, uses_thread = _resolve_handler(handler.handler)
+        accept = handler.filter
+
+        def route_filtered(n: Notification) -> Call | None:
+            kind, a, b = n
+            if kind == UPDATE:
+                newer = accept(b)
+                older = accept(a)
+                if newer and older:
+                    return inner(n)
+                if newer:
+                    return inner((ADD, b, False))
+                if older:
+                    return inner((DELETE, a, None))
+                return None
+            return inner(n) if accept(a) else None
+
+        return route_filtered, uses_thread
+
+    methods = []
+    for name in ("on_add", "on_update", "on_delete"):
+        fn = getattr(handler, name, None)
+        if fn is None or not callable(fn):
+            raise TypeError(
+                f"{type(handler).__name__} is not a ResourceEventHandler: it has no {name}() "
+                "(use ResourceEventHandlerFuncs for plain functions)"
+            )
+        methods.append(fn)
+    add_fn, update_fn, delete_fn = methods
+    add_async, update_async, delete_async = (_is_coroutine_callable(fn) for fn in methods)
+    uses_thread = any(
+        fn is not _noop and not is_async
+        for fn, is_async in zip(methods, (add_async, update_async, delete_async), strict=True)
+    )
+    add_skip = add_fn is _noop
+    update_skip = update_fn is _noop
+    delete_skip = delete_fn is _noop
+
+    def route(n: Notification) -> Call | None:
+        kind, a, b = n
+        if kind == ADD:
+            return None if add_skip else (add_fn, (a, b), add_async)
+        if kind == UPDATE:
+            return None if update_skip else (update_fn, (a, b), update_async)
+        return None if delete_skip else (delete_fn, (a,), delete_async)
+
+    return route, uses_thread
+
+
+# -- delta processing -------------------------------------------------------------------
+
+
+def _process_deltas(
+    store: Store,
+    deltas: list[Any],
+    is_in_initial_list: bool,
+    on_add: Callable[[Any, bool], None],
+    on_update: Callable[[Any, Any], None],
+    on_delete: Callable[[Any], None],
+) -> None:
+    """Apply ``deltas`` (oldest first) to ``store`` and report each change
+    (client-go's ``processDeltas``).
+
+    Sync, Replaced, Added and Updated store the object: ``on_update(old, new)``
+    if the store held it, else ``on_add(new, is_in_initial_list)``. Deleted
+    removes it and calls ``on_delete(obj)``. A store error propagates and the
+    remaining deltas are not applied.
+    """
+    deleted = DeltaType.DELETED
+    for delta_type, obj in deltas:
+        if delta_type is deleted:
+            store.delete(obj)
+            on_delete(obj)
+            continue
+        old = store.get(obj)
+        if old is not None:
+            store.update(obj)
+            on_update(old, obj)
+        else:
+            store.add(obj)
+            on_add(obj, is_in_initial_list)
+
+
+# -- Controller -------------------------------------------------------------------------
+
+
+class Controller:
+    """Runs a Reflector into ``queue`` and pops the queue into ``process``
+    (client-go's ``controller``).
+
+    ``process(item, is_in_initial_list)`` gets what the queue pops (a
+    :class:`~kubereflector.Deltas` for DeltaFIFO and RealFIFO). It runs on the
+    event loop with the queue's lock held: it must not block or await. An
+    exception it raises is logged with the item's key and popping goes on (the
+    item is not requeued).
+
+    ``full_resync_period`` (seconds, ``0``: never), ``should_resync``,
+    ``on_watch_error``, ``page_size``, ``min_watch_timeout``, ``use_watch_list``,
+    ``expected_kind`` and ``clock`` configure the Reflector; see
+    :class:`~kubereflector.Reflector`.
+    """
+
+    def __init__(
+        self,
+        queue: Queue,
+        lister_watcher: ListerWatcher,
+        process: PopProcessFunc,
+        *,
+        expected_kind: str | None = None,
+        full_resync_period: float = 0,
+        should_resync: Callable[[], bool] | None = None,
+        on_watch_error: WatchErrorHandler | None = None,
+        page_size: int | None = None,
+        min_watch_timeout: float = 300,
+        use_watch_list: bool = True,
+        clock: Clock | None = None,
+        name: str | None = None,
+    ) -> None:
+        self._queue = queue
+        self._process = process
+        self._reflector = Reflector(
+            lister_watcher,
+            _ReplaceWatcher(queue, self._check_synced),
+            name=name,
+            expected_kind=expected_kind,
+            resync_period=full_resync_period,
+            should_resync=should_resync,
+            page_size=page_size,
+            use_watch_list=use_watch_list,
+            min_watch_timeout=min_watch_timeout,
+            clock=clock,
+            on_watch_error=on_watch_error,
+        )
+        self._started = False
+        self._stopped = False
+        self._synced_seen = False
+        self._sync_signal = SyncSignal()
+
+    @property
+    def name(self) -> str:
+        return self._reflector.name
+
+    @property
+    def queue(self) -> Queue:
+        return self._queue
+
+    @property
+    def reflector(self) -> Reflector:
+        """The Reflector filling the queue (for its ``stats()`` and settings)."""
+        return self._reflector
+
+    def has_synced(self) -> bool:
+        """True once the items of the initial list have all been popped and processed."""
+        return self._queue.has_synced()
+
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion the Reflector last synced to (``""`` before the first list)."""
+        return self._reflector.last_sync_resource_version
+
+    def is_stopped(self) -> bool:
+        """Whether ``run()`` has ended."""
+        return self._stopped
+
+    async def run(self) -> None:
+        """List, watch and process until cancelled (or until the queue is closed).
+
+        On the way out the queue is closed and the Reflector stopped (its stream
+        closed). Should the Reflector itself fail (a bug: it retries every API
+        error), the queue is closed, what it holds is processed, and its error
+        is raised from here. A Controller runs once: a second call raises
+        :class:`AlreadyStartedError`.
+        """
+        if self._started:
+            raise AlreadyStartedError(f"{self.name}: a controller can run only once")
+        self._started = True
+        reflector = asyncio.create_task(self._reflector.run(), name=f"{self.name} reflector")
+        reflector.add_done_callback(lambda _task: self._queue.close())
+        try:
+            await self._process_loop()
+        finally:
+            self._queue.close()
+            if not reflector.done():
+                reflector.cancel()
+            try:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reflector
+            finally:
+                self._stopped = True
+                self._sync_signal.notify()
+
+    async def _process_loop(self) -> None:
+        queue = self._queue
+        process = self._process_item
+        in_a_row = 0
+        while True:
+            try:
+                await queue.pop(process)
+            except QueueClosed:
+                return
+            self._check_synced()
+            in_a_row += 1
+            if in_a_row >= _YIELD_EVERY:
+                in_a_row = 0
+                await asyncio.sleep(0)
+
+    def _check_synced(self) -> None:
+        """Wake sync waiters the first time the queue reports synced."""
+        if not self._synced_seen and self._queue.has_synced():
+            self._synced_seen = True
+            self._sync_signal.notify()
+
+    def _process_item(self, item: Any, is_in_initial_list: bool) -> None:
+        try:
+            self._process(item, is_in_initial_list)
+        except Exception:
+            logger.exception("%s: processing %s failed", self.name, _describe_item(item))
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopped else "running" if self._started else "new"
+        return f"<Controller {self.name} {state} synced={self.has_synced()}>"
+
+
+class _ReplaceWatcher:
+    """The queue as the Reflector sees it, calling ``after_replace`` after each
+    ``replace``: an empty initial list syncs the queue with nothing to pop, so
+    the pop loop alone would never notice. The other writes are the queue's own
+    bound methods (no cost on the event path)."""
+
+    __slots__ = ("_after_replace", "_queue", "add", "delete", "resync", "update")
+
+    def __init__(self, queue: Queue, after_replace: Callable[[], None]) -> None:
+        self._queue = queue
+        self._after_replace = after_replace
+        self.add = queue.add
+        self.update = queue.update
+        self.delete = queue.delete
+        self.resync = queue.resync
+
+    @property
+    def transformer(self) -> TransformFunc | None:
+        """The queue's transformer, which a watch-list applies to its initial objects."""
+        transformer: TransformFunc | None = getattr(self._queue, "transformer", None)
+        return transformer
+
+    def replace(self, items: list[Any], resource_version: str) -> None:
+        self._queue.replace(items, resource_version)
+        self._after_replace()
+
+
+def _describe_item(item: Any) -> str:
+    obj = item
+    if isinstance(item, list) and item:
+        obj = item[-1]
+    obj = getattr(obj, "object", obj)
+    try:
+        return repr(deletion_handling_meta_namespace_key_func(obj))
+    except Exception:
+        return f"an item of type {type(item).__name__}"
+
+
+# -- simple informers -------------------------------------------------------------------
+
+
+class _InformerController(Controller):
+    """A Controller that also runs the consumer of its one handler's listener."""
+
+    def __init__(
+        self,
+        queue: Queue,
+        lister_watcher: ListerWatcher,
+        *,
+        handler: object,
+        store: Store,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(queue, lister_watcher, self._handle, **kwargs)
+        route, uses_thread = _resolve_handler(handler)
+        self._listener = Listener(
+            route,
+            uses_thread=uses_thread,
+            name=f"{self.name}/{_describe_callable(handler)}",
+            requested_resync_period=0,
+            resync_period=0,
+            now=0,
+            upstream_has_synced=self.has_synced,
+            on_synced=self._sync_signal.notify,
+        )
+        self._store = store
+        add = self._listener.add
+        self._on_add = lambda obj, initial: add((ADD, obj, initial))
+        self._on_update = lambda old, new: add((UPDATE, old, new))
+        self._on_delete = lambda obj: add((DELETE, obj, None))
+
+    def _handle(self, deltas: Any, is_in_initial_list: bool) -> None:
+        _process_deltas(
+            self._store,
+            deltas,
+            is_in_initial_list,
+            self._on_add,
+            self._on_update,
+            self._on_delete,
+        )
+
+    async def run(self) -> None:
+        if self._started:
+            raise AlreadyStartedError(f"{self.name}: a controller can run only once")
+        self._listener.start(asyncio.get_running_loop())
+        try:
+            await super().run()
+        finally:
+            self._listener.stop(cancel=True)
+            await self._listener.wait_stopped()
+
+
+def _informer(
+    lister_watcher: ListerWatcher,
+    handler: ResourceEventHandler,
+    store: Cache,
+    resync_period: float,
+    expected_kind: str | None,
+    transform: TransformFunc | None,
+    clock: Clock | None,
+) -> Controller:
+    return _InformerController(
+        RealFIFO(known_objects=store, transformer=transform),
+        lister_watcher,
+        expected_kind=expected_kind,
+        full_resync_period=resync_period,
+        clock=clock,
+        handler=handler,
+        store=store,
+    )
+
+
+def new_informer(
+    lister_watcher: ListerWatcher,
+    handler: ResourceEventHandler,
+    *,
+    resync_period: float = 0,
+    expected_kind: str | None = None,
+    transform: TransformFunc | None = None,
+    clock: Clock | None = None,
+) -> tuple[Store, Controller]:
+    """A cache kept in step with ``lister_watcher``, and the Controller that
+    fills it and tells ``handler`` (client-go's ``NewInformer``).
+
+    Only read the returned store: writing to it would make the notifications
+    wrong. ``resync_period`` (seconds; ``0``: never) makes every cached object
+    reach ``on_update`` again that often. ``transform`` is applied to each
+    object as it enters the queue (see :data:`~kubereflector.TransformFunc`).
+    The handler gets its notifications in order, through a buffer of its own,
+    on a worker thread (plain methods) or the event loop (coroutine methods).
+    Start it with ``await controller.run()``.
+    """
+    store = Cache(deletion_handling_meta_namespace_key_func)
+    controller = _informer(
+        lister_watcher, handler, store, resync_period, expected_kind, transform, clock
+    )
+    return store, controller
+
+
+def new_indexer_informer(
+    lister_watcher: ListerWatcher,
+    handler: ResourceEventHandler,
+    indexers: Indexers,
+    *,
+    resync_period: float = 0,
+    expected_kind: str | None = None,
+    transform: TransformFunc | None = None,
+    clock: Clock | None = None,
+) -> tuple[Indexer, Controller]:
+    """Like :func:`new_informer`, with an Indexer holding ``indexers``
+    (client-go's ``NewIndexerInformer``)."""
+    indexer = Cache(deletion_handling_meta_namespace_key_func, indexers)
+    controller = _informer(
+        lister_watcher, handler, indexer, resync_period, expected_kind, transform, clock
+    )
+    return indexer, controller

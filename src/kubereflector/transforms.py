@@ -1,0 +1,78 @@
+"""Ready-made transforms for :meth:`SharedIndexInformer.set_transform
+<kubereflector.SharedIndexInformer.set_transform>` (and the ``transform`` of
+:func:`~kubereflector.new_informer`).
+
+A transform runs once per object as it enters the informer's queue, before the
+cache and the handlers see it; cutting what a controller never reads there
+shrinks the cache. Each transform here is pure (the input is never mutated, so
+objects shared with a ListerWatcher stay intact), idempotent, and leaves a
+:class:`~kubereflector.DeletedFinalStateUnknown` alone.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from .delta_fifo import TransformFunc
+from .keys import DeletedFinalStateUnknown, get_metadata
+
+__all__ = ["compose", "strip_managed_fields"]
+
+
+def strip_managed_fields(obj: Any) -> Any:
+    """``obj`` without ``metadata.managedFields`` (server-side apply bookkeeping,
+    often the largest part of an object, which controllers rarely read).
+
+    A dict comes back as a new dict with a new ``metadata`` (other values are
+    shared with the input); an object with a ``metadata`` attribute (official
+    client models, ``managed_fields``) comes back as a shallow copy. An object
+    without managed fields is returned as it is.
+    """
+    if type(obj) is DeletedFinalStateUnknown:
+        return obj
+    meta = get_metadata(obj)
+    if meta is None:
+        return obj
+    if isinstance(meta, Mapping):
+        if "managedFields" not in meta:
+            return obj
+        stripped = {k: v for k, v in meta.items() if k != "managedFields"}
+        if isinstance(obj, Mapping):
+            return {**obj, "metadata": stripped}
+        clone = copy.copy(obj)
+        clone.metadata = stripped
+        return clone
+    if getattr(meta, "managed_fields", None) is None:
+        return obj
+    new_meta: Any = copy.copy(meta)
+    new_meta.managed_fields = None
+    clone = copy.copy(obj)
+    clone.metadata = new_meta
+    return clone
+
+
+def compose(*transforms: TransformFunc) -> TransformFunc:
+    """One transform applying ``transforms`` left to right (no transform: identity).
+
+    The result is idempotent when each part is, and raises what a part raises.
+    """
+    for transform in transforms:
+        if not callable(transform):
+            raise TypeError(f"a transform is a callable, not {type(transform).__name__}")
+    if len(transforms) == 1:
+        return transforms[0]
+    parts = tuple(transforms)
+
+    def composed(obj: Any) -> Any:
+        for transform in parts:
+            obj = transform(obj)
+        return obj
+
+    composed.__qualname__ = f"compose({', '.join(_name(t) for t in parts)})"
+    return composed
+
+
+def _name(fn: object) -> str:
+    return str(getattr(fn, "__qualname__", None) or type(fn).__name__)

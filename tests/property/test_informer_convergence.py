@@ -1,0 +1,252 @@
+"""Randomized: whatever the source does, whatever fails, and whenever handlers come
+and go, the informer's cache and every handler's view of it converge to the source.
+
+Hypothesis draws interleavings of writes (some missed by the open watches), watch
+resets, history compaction, stalls, injected list/watch errors, the passing of
+(fake) time, and handlers added (from the loop or from another thread) or removed
+while all that happens. Each handler rebuilds the cache from its notifications
+and checks every step as it goes: an add for a key it already holds, an update
+whose old object is not the one it holds, or a delete of a key it does not hold
+would mean an event lost or doubled. At the end the history expires and time
+runs on until the informer has caught up; then the cache and every remaining
+handler's view must hold exactly the source's objects at their resourceVersions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubereflector import (
+    ApiError,
+    DeletedFinalStateUnknown,
+    ExpiredError,
+    Registration,
+    SharedIndexInformer,
+    TooManyRequestsError,
+)
+from kubereflector.testing import FakeClock, FakeControllerSource, settle
+
+WAIT = 20.0
+NAMES = [f"pod-{i}" for i in range(5)]
+NAMESPACES = ["a", "b"]
+
+write = st.tuples(
+    st.sampled_from(["write", "write-missed"]),
+    st.sampled_from(NAMESPACES),
+    st.sampled_from(NAMES),
+    st.sampled_from(["x", "y", "z"]),
+)
+fault = st.sampled_from(
+    [
+        ("reset_watch",),
+        ("compact",),
+        ("stall",),
+        ("fail_watch", "410"),
+        ("fail_watch", "429"),
+        ("fail_watch", "500"),
+        ("fail_list", "500"),
+        ("error_event", "410"),
+    ]
+)
+tick = st.tuples(st.just("advance"), st.sampled_from([0.5, 1.0, 5.0, 30.0]))
+handlers = st.one_of(
+    st.tuples(
+        st.just("add_handler"),
+        st.sampled_from(["plain", "async"]),
+        st.sampled_from([None, 0, 2]),
+        st.booleans(),
+    ),
+    st.tuples(st.just("remove_handler"), st.integers(0, 5)),
+)
+operations = st.lists(st.one_of(write, write, fault, tick, handlers), max_size=40)
+
+ERRORS: dict[str, Any] = {
+    "410": lambda: ExpiredError(),
+    "429": lambda: TooManyRequestsError(retry_after=2),
+    "500": lambda: ApiError(500, "InternalError", "injected"),
+}
+
+
+def _key(obj: Any) -> str:
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key
+    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+
+def _rv(obj: Any) -> str:
+    return str(obj["metadata"]["resourceVersion"])
+
+
+class View:
+    """A handler that mirrors the cache from its notifications and checks each step."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, str] = {}
+        self.violations: list[str] = []
+        self._cond = threading.Condition()
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        with self._cond:
+            key = _key(obj)
+            if key in self.objects:
+                self.violations.append(f"add of {key}, already held")
+            self.objects[key] = _rv(obj)
+            self._cond.notify_all()
+
+    def on_update(self, old: Any, new: Any) -> None:
+        with self._cond:
+            key = _key(new)
+            if self.objects.get(key) != _rv(old):
+                self.violations.append(
+                    f"update of {key} from {_rv(old)}, holding {self.objects.get(key)}"
+                )
+            self.objects[key] = _rv(new)
+
+    def on_delete(self, obj: Any) -> None:
+        with self._cond:
+            key = _key(obj)
+            if self.objects.pop(key, None) is None:
+                self.violations.append(f"delete of {key}, not held")
+
+    async def wait_for_key(self, key: str) -> None:
+        def wait() -> bool:
+            with self._cond:
+                return self._cond.wait_for(lambda: key in self.objects, WAIT)
+
+        assert await asyncio.to_thread(wait), f"{key} never reached the handler"
+
+
+class AsyncView(View):
+    async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:  # type: ignore[override]
+        await asyncio.sleep(0)
+        super().on_add(obj, is_in_initial_list)
+
+    async def on_update(self, old: Any, new: Any) -> None:  # type: ignore[override]
+        super().on_update(old, new)
+
+    async def on_delete(self, obj: Any) -> None:  # type: ignore[override]
+        await asyncio.sleep(0)
+        super().on_delete(obj)
+
+
+def _pod(namespace: str, name: str, label: str) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": label}},
+    }
+
+
+async def _scenario(
+    ops: list[tuple[Any, ...]], queue: str, default_resync: float, initial: int
+) -> None:
+    loop_errors: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: loop_errors.append(ctx))
+    clock = FakeClock()
+    source = FakeControllerSource(history_limit=8, bookmark_interval=20, clock=clock)
+    for i in range(initial):
+        source.add(_pod(NAMESPACES[i % 2], NAMES[i], "x"))
+    informer = SharedIndexInformer(
+        source,
+        clock=clock,
+        default_resync=default_resync,
+        queue="delta" if queue == "delta" else "real",
+    )
+    informer.set_watch_error_handler(lambda _r, _e: None)
+    views: dict[Registration, View] = {}
+    for view in (View(), AsyncView()):
+        views[informer.add_event_handler(view)] = view
+    removed: list[View] = []
+    task = asyncio.create_task(informer.run())
+    await settle()
+    try:
+        for op in ops:
+            kind = op[0]
+            if kind in ("write", "write-missed"):
+                _, namespace, name, label = op
+                key = f"{namespace}/{name}"
+                obj = _pod(namespace, name, label)
+                missed = kind == "write-missed"
+                if source.get(key) is None:
+                    (source.add_drop_watch if missed else source.add)(obj)
+                elif label == "z":
+                    (source.delete_drop_watch if missed else source.delete)(obj)
+                else:
+                    (source.modify_drop_watch if missed else source.modify)(obj)
+            elif kind == "reset_watch":
+                source.reset_watch()
+            elif kind == "compact":
+                source.compact()
+            elif kind == "stall":
+                source.stall_watches()
+            elif kind == "fail_watch":
+                source.fail_next_watch(ERRORS[op[1]]())
+            elif kind == "fail_list":
+                source.fail_next_list(ERRORS[op[1]]())
+            elif kind == "error_event":
+                source.error_watches({"kind": "Status", "code": 410, "reason": "Expired"})
+            elif kind == "advance":
+                await clock.advance(op[1])
+            elif kind == "add_handler":
+                _, flavour, resync, from_thread = op
+                view = View() if flavour == "plain" else AsyncView()
+                if from_thread:
+                    registration = await asyncio.to_thread(informer.add_event_handler, view, resync)
+                else:
+                    registration = informer.add_event_handler(view, resync)
+                views[registration] = view
+            elif kind == "remove_handler" and views:
+                registration = list(views)[op[1] % len(views)]
+                informer.remove_event_handler(registration)
+                removed.append(views.pop(registration))
+            await settle(5)
+
+        # Catch up, as a real outage ends: the history behind the watch expires,
+        # the watch breaks (a stalled one is given up by the idle watchdog), and
+        # time runs on past every backoff.
+        source.fail_next_watch(ExpiredError())
+        source.reset_watch()
+        for _ in range(20):
+            await clock.advance(10)
+        # A sentinel written last: once a handler holds it, it has handled
+        # everything before it.
+        source.add(_pod("z", "sentinel", "x"))
+        await settle()
+        for view in views.values():
+            await view.wait_for_key("z/sentinel")
+
+        expected = {_key(o): _rv(o) for o in source.list_objects()}
+        cached = {_key(o): _rv(o) for o in informer.store.list()}
+        assert cached == expected
+        for registration, view in views.items():
+            with view._cond:
+                assert view.violations == []
+                assert view.objects == expected, registration
+            assert registration.has_synced()
+        for view in removed:
+            assert view.violations == []
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert informer.is_stopped()
+    assert source.open_watches == 0
+    assert loop_errors == []
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=operations,
+    queue=st.sampled_from(["real", "delta"]),
+    default_resync=st.sampled_from([0, 3]),
+    initial=st.integers(0, 4),
+)
+def test_cache_and_handlers_converge_to_the_source(
+    ops: list[tuple[Any, ...]], queue: str, default_resync: float, initial: int
+) -> None:
+    asyncio.run(_scenario(ops, queue, default_resync, initial))
