@@ -40,6 +40,14 @@ from .errors import (
     is_connection_refused,
 )
 
+# -- factory.py --
+from .factory import (
+    FactoryMode,
+    FactoryShutdownError,
+    SharedInformerFactory,
+    TweakListOptionsFunc,
+)
+
 # -- fifo.py --
 from .fifo import FIFO, RealFIFO
 
@@ -162,6 +170,8 @@ __all__ = [
     "Deltas",
     "ExpiredError",
     "ExplicitKey",
+    "FactoryMode",
+    "FactoryShutdownError",
     "FieldRequirement",
     "FieldSelector",
     "FilteringResourceEventHandler",
@@ -202,12 +212,14 @@ __all__ = [
     "ResourceVersionUpdater",
     "SelectorLike",
     "SharedIndexInformer",
+    "SharedInformerFactory",
     "Store",
     "ThreadSafeStore",
     "TooLargeResourceVersionError",
     "TooManyRequestsError",
     "TransformFunc",
     "TruncatedStreamError",
+    "TweakListOptionsFunc",
     "UnauthorizedError",
     "UnknownIndexError",
     "VeryShortWatchError",

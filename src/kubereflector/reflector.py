@@ -16,7 +16,6 @@ store while it runs; the store's readers may be on any thread.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -496,5 +495,6 @@ async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
     """Cancel ``task`` (if running) and wait until it has finished."""
     if not task.done():
         task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    await asyncio.wait({task})  # unlike `await task`, never swallows the caller's own cancel
+    if not task.cancelled():
+        task.exception()  # retrieved: its outcome is discarded
