@@ -25,11 +25,11 @@ import asyncio
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 from .queue import QueueClosed, QueueEmpty
 
-__all__ = ["Waiters", "pop_blocking", "pop_nowait"]
+__all__ = ["BlockingQueue", "Waiters", "pop_blocking", "pop_nowait"]
 
 _A = TypeVar("_A")
 _R = TypeVar("_R")
@@ -131,3 +131,66 @@ def pop_nowait(
         if ready():
             return pop(arg)
     raise QueueEmpty("the queue is empty")
+
+
+class BlockingQueue(Generic[_R]):
+    """What the three queues share: one ``RLock``, the parked pops, and closing.
+
+    A subclass keeps what can be popped in ``_items`` (any sized container,
+    truthy when a pop can proceed), wakes ``_waiters`` as the protocol above says,
+    and implements ``_pop_locked(process)``, called with the lock held.
+    """
+
+    __slots__ = ("__weakref__", "_closed", "_lock", "_waiters")
+
+    _items: Any
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._waiters = Waiters()
+        self._closed = False
+
+    async def pop(self, process: Callable[[_R, bool], object]) -> _R:
+        """Wait for the next item, remove it, hand it to
+        ``process(item, is_in_initial_list)`` and return it.
+
+        ``process`` runs with the queue's lock held: it must not block or await,
+        and it may call this queue's read methods. An exception from ``process``
+        propagates, and the item is not requeued. Raises :class:`QueueClosed` once
+        the queue is closed and empty (items still queued at ``close`` are popped
+        first). Waiting does not block the event loop; cancelling it pops nothing.
+        """
+        return await pop_blocking(
+            self._lock, self._waiters, self._ready_locked, self._pop_locked, process
+        )
+
+    def pop_nowait(self, process: Callable[[_R, bool], object]) -> _R:
+        """Like :meth:`pop` but raises :class:`QueueEmpty` instead of waiting."""
+        return pop_nowait(self._lock, self._ready_locked, self._pop_locked, process)
+
+    def _ready_locked(self) -> bool:
+        if self._items:
+            return True
+        if self._closed:
+            raise QueueClosed("the queue is closed")
+        return False
+
+    def _pop_locked(self, process: Callable[[_R, bool], object]) -> _R:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the queue: waiting pops wake up, and ``pop`` raises
+        :class:`QueueClosed` once what is still queued is drained. Writes are
+        still accepted."""
+        with self._lock:
+            self._closed = True
+            self._waiters.wake_all()
+
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        with self._lock:
+            return self._closed
+
+    def __len__(self) -> int:
+        """How many items are queued."""
+        return len(self._items)

@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import builtins
 import logging
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, NamedTuple
 
-from ._wakeup import Waiters, pop_blocking, pop_nowait
+from ._wakeup import BlockingQueue
 from .keys import DeletedFinalStateUnknown, KeyFunc, KeyFuncError, meta_namespace_key_func
-from .queue import QueueClosed
 from .store import KeyListerGetter
 
 __all__ = ["Delta", "DeltaFIFO", "DeltaType", "Deltas", "TransformFunc"]
@@ -114,7 +112,7 @@ def _object_key(key_func: KeyFunc, obj: Any) -> str:
     return key_func(obj)
 
 
-class DeltaFIFO:
+class DeltaFIFO(BlockingQueue[Deltas]):
     """A producer-consumer queue of :class:`Deltas`, one per object key.
 
     * ``add``/``update``/``delete`` append a delta to the object's key, queueing the
@@ -137,17 +135,13 @@ class DeltaFIFO:
     """
 
     __slots__ = (
-        "__weakref__",
-        "_closed",
         "_emit_replaced",
         "_initial_count",
         "_items",
         "_key_func",
         "_known",
-        "_lock",
         "_populated",
         "_transformer",
-        "_waiters",
     )
 
     def __init__(
@@ -161,15 +155,13 @@ class DeltaFIFO:
         self._known = known_objects
         self._emit_replaced = emit_delta_type_replaced
         self._transformer = transformer
-        self._lock = threading.RLock()
-        self._waiters = Waiters()
+        super().__init__()
         # Key -> its Deltas, in first-queued order (OrderedDict pops its front in O(1)).
         self._items: OrderedDict[str, Deltas] = OrderedDict()
         # True once the first replace ran, or an add/update/delete came before it.
         self._populated = False
         # Keys queued by the first replace that have not been popped yet.
         self._initial_count = 0
-        self._closed = False
 
     @property
     def transformer(self) -> TransformFunc | None:
@@ -319,32 +311,6 @@ class DeltaFIFO:
 
     # -- consumer side ------------------------------------------------------
 
-    async def pop(self, process: Callable[[Deltas, bool], object]) -> Deltas:
-        """Wait for a key, remove it and hand its :class:`Deltas` to
-        ``process(deltas, is_in_initial_list)``; return the Deltas.
-
-        Keys pop in first-queued order. ``process`` runs with the queue's lock
-        held: it must not block or await, and it may call this queue's read
-        methods. An exception from ``process`` propagates, and the popped key is
-        not requeued. Raises :class:`QueueClosed` once the queue is closed and
-        empty (keys still queued at ``close`` are popped first). Waiting does not
-        block the event loop; cancelling it pops nothing.
-        """
-        return await pop_blocking(
-            self._lock, self._waiters, self._ready_locked, self._pop_locked, process
-        )
-
-    def pop_nowait(self, process: Callable[[Deltas, bool], object]) -> Deltas:
-        """Like :meth:`pop` but raises :class:`QueueEmpty` instead of waiting."""
-        return pop_nowait(self._lock, self._ready_locked, self._pop_locked, process)
-
-    def _ready_locked(self) -> bool:
-        if self._items:
-            return True
-        if self._closed:
-            raise QueueClosed("the queue is closed")
-        return False
-
     def _pop_locked(self, process: Callable[[Deltas, bool], object]) -> Deltas:
         _, deltas = self._items.popitem(last=False)
         in_initial_list = not self._populated or self._initial_count > 0
@@ -363,21 +329,6 @@ class DeltaFIFO:
         add/update/delete came before any ``replace``."""
         with self._lock:
             return self._populated and self._initial_count == 0
-
-    def close(self) -> None:
-        """Close the queue: waiting pops wake up, and ``pop`` raises
-        :class:`QueueClosed` once the keys still queued are drained. Writes are
-        still accepted."""
-        with self._lock:
-            self._closed = True
-            self._waiters.wake_all()
-
-    def is_closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        with self._lock:
-            return self._closed
-
-    # -- reads --------------------------------------------------------------
 
     def list(self) -> builtins.list[Any]:
         """The newest object of each queued key, in queue order."""
@@ -398,10 +349,6 @@ class DeltaFIFO:
         with self._lock:
             deltas = self._items.get(key)
             return None if deltas is None else Deltas(deltas)
-
-    def __len__(self) -> int:
-        """The number of queued keys."""
-        return len(self._items)
 
     def __repr__(self) -> str:
         return (

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import builtins
 import logging
-import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
-from ._wakeup import Waiters, pop_blocking, pop_nowait
+from ._wakeup import BlockingQueue, pop_blocking, pop_nowait
 from .delta_fifo import Delta, Deltas, DeltaType, TransformFunc, _object_key
 from .keys import DeletedFinalStateUnknown, KeyFunc, meta_namespace_key_func
-from .queue import QueueClosed
 from .store import KeyListerGetter
 
 __all__ = ["FIFO", "RealFIFO"]
@@ -40,7 +38,7 @@ _DEFAULT_BATCH_SIZE = 1000
 """client-go's default upper bound on a RealFIFO batch."""
 
 
-class FIFO:
+class FIFO(BlockingQueue[Any]):
     """A queue holding the latest object of each key, popped in first-queued order.
 
     ``add``/``update`` store the object under its key: a key not queued goes to
@@ -53,26 +51,15 @@ class FIFO:
     is thread-safe.
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_closed",
-        "_initial_keys",
-        "_items",
-        "_key_func",
-        "_lock",
-        "_populated",
-        "_waiters",
-    )
+    __slots__ = ("_initial_keys", "_items", "_key_func", "_populated")
 
     def __init__(self, key_func: KeyFunc = meta_namespace_key_func) -> None:
         self._key_func = key_func
-        self._lock = threading.RLock()
-        self._waiters = Waiters()
+        super().__init__()
         self._items: OrderedDict[str, Any] = OrderedDict()
         self._populated = False
         # Keys of the first replace not yet popped (nor deleted, nor replaced away).
         self._initial_keys: set[str] = set()
-        self._closed = False
 
     def add(self, obj: Any) -> None:
         """Queue ``obj`` under its key (keeping the key's place if it is queued)."""
@@ -121,29 +108,6 @@ class FIFO:
         """Nothing to do: every stored object is always queued (kept for the
         :class:`~kubereflector.ReflectorStore` protocol)."""
 
-    async def pop(self, process: Callable[[Any, bool], object]) -> Any:
-        """Wait for an item, remove it and hand it to
-        ``process(obj, is_in_initial_list)``; return it.
-
-        ``process`` runs with the queue's lock held (it must not block; it may
-        call read methods). Its exception propagates and the item is not
-        requeued. Raises :class:`QueueClosed` once closed and empty.
-        """
-        return await pop_blocking(
-            self._lock, self._waiters, self._ready_locked, self._pop_locked, process
-        )
-
-    def pop_nowait(self, process: Callable[[Any, bool], object]) -> Any:
-        """Like :meth:`pop` but raises :class:`QueueEmpty` instead of waiting."""
-        return pop_nowait(self._lock, self._ready_locked, self._pop_locked, process)
-
-    def _ready_locked(self) -> bool:
-        if self._items:
-            return True
-        if self._closed:
-            raise QueueClosed("the queue is closed")
-        return False
-
     def _pop_locked(self, process: Callable[[Any, bool], object]) -> Any:
         key, obj = self._items.popitem(last=False)
         initial_keys = self._initial_keys
@@ -161,17 +125,6 @@ class FIFO:
         count), or at once if an add/update/delete came before any ``replace``."""
         with self._lock:
             return self._populated and not self._initial_keys
-
-    def close(self) -> None:
-        """Close the queue: ``pop`` raises :class:`QueueClosed` once it is empty."""
-        with self._lock:
-            self._closed = True
-            self._waiters.wake_all()
-
-    def is_closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        with self._lock:
-            return self._closed
 
     def list(self) -> builtins.list[Any]:
         """The queued objects, in queue order."""
@@ -192,15 +145,11 @@ class FIFO:
         with self._lock:
             return self._items.get(key)
 
-    def __len__(self) -> int:
-        """The number of queued items."""
-        return len(self._items)
-
     def __repr__(self) -> str:
         return f"<FIFO items={len(self._items)} closed={self._closed}>"
 
 
-class RealFIFO:
+class RealFIFO(BlockingQueue[Deltas]):
     """A queue of every event, in arrival order (client-go's ``RealFIFO``).
 
     Each ``add``/``update``/``delete`` queues one :class:`Delta`; nothing is merged
@@ -223,18 +172,7 @@ class RealFIFO:
     and leaves the queue unchanged. Every method is thread-safe.
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_closed",
-        "_initial_count",
-        "_items",
-        "_key_func",
-        "_known",
-        "_lock",
-        "_populated",
-        "_transformer",
-        "_waiters",
-    )
+    __slots__ = ("_initial_count", "_items", "_key_func", "_known", "_populated", "_transformer")
 
     def __init__(
         self,
@@ -249,13 +187,11 @@ class RealFIFO:
         self._key_func = key_func
         self._known = known_objects
         self._transformer = transformer
-        self._lock = threading.RLock()
-        self._waiters = Waiters()
+        super().__init__()
         self._items: deque[Delta] = deque()
         self._populated = False
         # Deltas queued by the first replace not yet popped; they lead the queue.
         self._initial_count = 0
-        self._closed = False
 
     @property
     def transformer(self) -> TransformFunc | None:
@@ -358,24 +294,6 @@ class RealFIFO:
 
     # -- consumer side ------------------------------------------------------
 
-    async def pop(self, process: Callable[[Deltas, bool], object]) -> Deltas:
-        """Wait for a delta, remove it and hand it, as a one-element
-        :class:`Deltas`, to ``process(deltas, is_in_initial_list)``; return that
-        Deltas.
-
-        Deltas pop in arrival order. ``process`` runs with the queue's lock held
-        (it must not block; it may call read methods). Its exception propagates
-        and the delta is not requeued. Raises :class:`QueueClosed` once closed and
-        empty (deltas still queued at ``close`` are popped first).
-        """
-        return await pop_blocking(
-            self._lock, self._waiters, self._ready_locked, self._pop_locked, process
-        )
-
-    def pop_nowait(self, process: Callable[[Deltas, bool], object]) -> Deltas:
-        """Like :meth:`pop` but raises :class:`QueueEmpty` instead of waiting."""
-        return pop_nowait(self._lock, self._ready_locked, self._pop_locked, process)
-
     async def pop_batch(
         self,
         process_batch: Callable[[Deltas, bool], object],
@@ -411,13 +329,6 @@ class RealFIFO:
         return pop_nowait(
             self._lock, self._ready_locked, self._pop_batch_locked, (process_batch, max_items)
         )
-
-    def _ready_locked(self) -> bool:
-        if self._items:
-            return True
-        if self._closed:
-            raise QueueClosed("the queue is closed")
-        return False
 
     def _pop_locked(self, process: Callable[[Deltas, bool], object]) -> Deltas:
         deltas = Deltas((self._items.popleft(),))
@@ -468,28 +379,11 @@ class RealFIFO:
         with self._lock:
             return self._populated and self._initial_count == 0
 
-    def close(self) -> None:
-        """Close the queue: ``pop`` raises :class:`QueueClosed` once it is empty."""
-        with self._lock:
-            self._closed = True
-            self._waiters.wake_all()
-
-    def is_closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        with self._lock:
-            return self._closed
-
-    # -- reads --------------------------------------------------------------
-
     def list_keys(self) -> builtins.list[str]:
         """The keys with something queued, each once, in first-queued order."""
         with self._lock:
             key_func = self._key_func
             return list(dict.fromkeys(_object_key(key_func, d.object) for d in self._items))
-
-    def __len__(self) -> int:
-        """The number of queued deltas."""
-        return len(self._items)
 
     def __repr__(self) -> str:
         return (
