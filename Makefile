@@ -32,8 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/watch_stream.py
 
 demo: $(STAMP)
-	@echo "make demo arrives with the command-line issue: there is no demo yet."
-	@exit 1
+	$(BIN)/kubereflector demo
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -24,7 +24,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from ._listener import ADD, DELETE, UPDATE, Call, Listener, Notification, Route
 from ._sync import SyncSignal
-from .backoff import Clock
+from .backoff import Backoff, Clock
 from .delta_fifo import DeltaType, TransformFunc
 from .fifo import RealFIFO
 from .keys import deletion_handling_meta_namespace_key_func
@@ -334,7 +334,7 @@ class Controller:
 
     ``full_resync_period`` (seconds, ``0``: never), ``should_resync``,
     ``on_watch_error``, ``page_size``, ``min_watch_timeout``, ``use_watch_list``,
-    ``expected_kind`` and ``clock`` configure the Reflector; see
+    ``expected_kind``, ``backoff`` and ``clock`` configure the Reflector; see
     :class:`~kubereflector.Reflector`.
     """
 
@@ -352,6 +352,7 @@ class Controller:
         min_watch_timeout: float = 300,
         use_watch_list: bool = True,
         clock: Clock | None = None,
+        backoff: Backoff | None = None,
         name: str | None = None,
     ) -> None:
         self._queue = queue
@@ -367,6 +368,7 @@ class Controller:
             use_watch_list=use_watch_list,
             min_watch_timeout=min_watch_timeout,
             clock=clock,
+            backoff=backoff,
             on_watch_error=on_watch_error,
         )
         self._started = False

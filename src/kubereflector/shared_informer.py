@@ -30,7 +30,7 @@ from typing import Any, Literal
 from ._listener import ADD, DELETE, UPDATE, Listener
 from ._processor import Processor, determine_resync_period
 from ._sync import SyncSignal
-from .backoff import Clock, RealClock
+from .backoff import Backoff, Clock, RealClock
 from .controller import (
     AlreadyStartedError,
     Controller,
@@ -167,7 +167,8 @@ class SharedIndexInformer:
     ``indexers`` are added to the cache. ``queue`` picks the queue between the
     Reflector and the cache: ``"real"`` (RealFIFO, every event in order; the
     default) or ``"delta"`` (DeltaFIFO, events merged per object).
-    ``clock`` drives resyncs and backoff (inject a FakeClock in tests).
+    ``clock`` drives resyncs and backoff (inject a FakeClock in tests);
+    ``backoff`` replaces the Reflector's default (0.8 s doubling to 30 s).
 
     Run it with ``await informer.run()`` (until cancelled); an informer runs once.
     """
@@ -181,6 +182,7 @@ class SharedIndexInformer:
         indexers: Indexers | None = None,
         queue: Literal["real", "delta"] = "real",
         clock: Clock | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         if default_resync < 0:
             raise ValueError(f"default_resync must be >= 0 (got {default_resync})")
@@ -190,6 +192,7 @@ class SharedIndexInformer:
         self._expected_kind = expected_kind
         self._queue_kind = queue
         self._clock: Clock = clock if clock is not None else RealClock()
+        self._backoff = backoff
         self._indexer = Cache(deletion_handling_meta_namespace_key_func, indexers)
         self._processor = Processor(self._clock)
         self._default_resync = float(default_resync)
@@ -430,6 +433,7 @@ class SharedIndexInformer:
                 should_resync=self._processor.should_resync,
                 on_watch_error=self._watch_error_handler,
                 clock=self._clock,
+                backoff=self._backoff,
                 name=self._name,
             )
             controller._sync_signal = self._sync_signal
@@ -473,7 +477,9 @@ class SharedIndexInformer:
 
     def _on_update(self, old: Any, new: Any) -> None:
         # An update that did not change the resourceVersion (a resync, or a relist
-        # of an unchanged object) goes only to the handlers whose resync is due.
+        # of an unchanged object) goes only to the handlers in the resync: those
+        # whose resync is due, and (as in client-go) every handler until the
+        # first resync check, since listeners start out counted as syncing.
         is_sync = get_resource_version(old) == get_resource_version(new)
         self._processor.distribute((UPDATE, old, new), is_sync)
 

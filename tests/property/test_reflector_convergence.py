@@ -126,7 +126,8 @@ async def _scenario(ops: list[tuple[Any, ...]], use_watch_list: bool) -> None:
     # past every backoff.
     source.fail_next_watch(ExpiredError())
     source.reset_watch()
-    for _ in range(12):
+    deadline = clock.now() + 600  # past any backoff, stall and Retry-After drawn above
+    while clock.now() < deadline and not _caught_up(store, source, reflector):
         await clock.advance(10)
     try:
         expected = {obj_key(o): o["metadata"]["resourceVersion"] for o in source.list_objects()}
@@ -147,6 +148,13 @@ async def _scenario(ops: list[tuple[Any, ...]], use_watch_list: bool) -> None:
             await task
     assert source.open_watches == 0
     assert loop_errors == []
+
+
+def _caught_up(store: Any, source: FakeControllerSource, reflector: Reflector) -> bool:
+    if reflector.last_sync_resource_version != source.resource_version:
+        return False
+    expected = {obj_key(o): o["metadata"]["resourceVersion"] for o in source.list_objects()}
+    return {k: o["metadata"]["resourceVersion"] for k, o in _items(store)} == expected
 
 
 def obj_key(obj: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ import kubereflector
 
 # Public subpackages with an API of their own, imported by their full name
 # (``kubereflector.testing.FakeControllerSource``): not re-exported by the package.
-NOT_REEXPORTED = frozenset({"testing", "client"})
+NOT_REEXPORTED = frozenset({"testing", "client", "cli"})
 
 
 def public_submodules() -> list[str]:

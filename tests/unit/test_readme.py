@@ -19,7 +19,7 @@ def _python_blocks() -> dict[str, str]:
     blocks: dict[str, str] = {}
     heading = ""
     for match in re.finditer(
-        r"^## ([^\n]+)$|^```python\n(.*?)^```", README.read_text(), re.M | re.S
+        r"^#{2,4} ([^\n]+)$|^```python\n(.*?)^```", README.read_text(), re.M | re.S
     ):
         if match.group(1):
             heading = match.group(1).strip()
@@ -76,3 +76,9 @@ async def test_reflector_example_prints_pod_names_every_period(
         "default/db-0 default/web-1 default/web-2",
         "default/db-0 default/web-1",
     ]
+
+
+@pytest.mark.asyncio
+async def test_testing_your_own_controller_example() -> None:
+    namespace = _run("Testing your own controller")
+    await namespace["test_a_missed_delete_reaches_the_handler_as_a_tombstone"]()

@@ -1,0 +1,284 @@
+"""The command line's pieces that need no server: arguments, durations, formatting,
+progress and error lines."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import io
+
+import aiohttp
+import pytest
+
+from kubereflector import cli
+from kubereflector.client import ConfigError
+from kubereflector.errors import ApiError, ForbiddenError, UnauthorizedError
+from kubereflector.listwatch import ListOptions, ListResult
+from kubereflector.testing import FakeClock
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("30s", 30.0),
+        ("1m", 60.0),
+        ("500ms", 0.5),
+        ("2.5", 2.5),
+        ("7", 7.0),
+        ("1h", 3600.0),
+        ("1m30s", 90.0),
+        (" 200ms ", 0.2),
+        (".5s", 0.5),
+    ],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert cli.parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "s", "3x", "10 s", "-1s", "0", "0ms", "inf", "nan", "1s2"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        cli.parse_duration(text)
+
+
+class Streams:
+    def __init__(self) -> None:
+        self.out = io.StringIO()
+        self.err = io.StringIO()
+
+    def run(self, *argv: str) -> int:
+        return cli.main(list(argv), stdout=self.out, stderr=self.err)
+
+    def err_lines(self) -> list[str]:
+        return self.err.getvalue().splitlines()
+
+
+def test_help_goes_to_stdout() -> None:
+    s = Streams()
+    assert s.run("--help") == 0
+    text = s.out.getvalue()
+    for command in ("watch", "get", "emulator", "demo"):
+        assert command in text
+    assert s.err.getvalue() == ""
+
+
+def test_watch_help_lists_its_options() -> None:
+    s = Streams()
+    assert s.run("watch", "--help") == 0
+    text = s.out.getvalue()
+    for option in (
+        "--namespace",
+        "--all-namespaces",
+        "--selector",
+        "--field-selector",
+        "--kubeconfig",
+        "--context",
+        "--output",
+        "--every",
+        "--metadata-only",
+        "--no-strip-managed-fields",
+    ):
+        assert option in text
+
+
+def test_a_command_is_required() -> None:
+    s = Streams()
+    assert s.run() == cli.EXIT_USAGE
+    assert "kubereflector: error:" in s.err.getvalue()
+
+
+def test_namespace_and_all_namespaces_exclude_each_other() -> None:
+    s = Streams()
+    assert s.run("get", "pods", "-n", "a", "-A") == cli.EXIT_USAGE
+    assert "not allowed with argument" in s.err.getvalue()
+
+
+def test_unknown_output_format_is_refused() -> None:
+    s = Streams()
+    assert s.run("get", "pods", "-o", "yaml") == cli.EXIT_USAGE
+    assert "invalid choice" in s.err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["get", "pods", "-l", "app in (a"], "label selector"),
+        (["watch", "pods", "-l", "=x"], "label selector"),
+        (["watch", "pods", "--field-selector", "novalue"], "field selector"),
+        (["watch", "pods", "--every", "3x"], "--every"),
+        (["get", "pods", "--timeout", "soon"], "--timeout"),
+        (["demo", "--duration", "-4"], "--duration"),
+        (["demo", "--duration", "soon"], "--duration"),
+    ],
+)
+def test_invalid_arguments_give_one_line_and_exit_2(argv: list[str], needle: str) -> None:
+    # Checked before any configuration is read or request is made.
+    s = Streams()
+    if argv[0] != "demo":
+        argv = [*argv, "--kubeconfig", "/nonexistent/kubeconfig"]
+    assert s.run(*argv) == cli.EXIT_USAGE
+    lines = s.err_lines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("kubereflector: error: ")
+    assert needle in lines[0]
+    assert s.out.getvalue() == ""
+
+
+def test_debug_works_before_and_after_the_command() -> None:
+    for argv in (["--debug", "get", "pods", "-l", "=x"], ["get", "pods", "-l", "=x", "--debug"]):
+        s = Streams()
+        assert s.run(*argv) == cli.EXIT_USAGE
+        assert "Traceback" in s.err.getvalue()
+
+
+def test_a_missing_kubeconfig_is_one_line() -> None:
+    s = Streams()
+    assert s.run("get", "pods", "--kubeconfig", "/nonexistent/kubeconfig") == cli.EXIT_ERROR
+    lines = s.err_lines()
+    assert len(lines) == 1, lines
+    assert "/nonexistent/kubeconfig" in lines[0]
+    assert "Traceback" not in s.err.getvalue()
+
+
+# -- error lines ----------------------------------------------------------------------------
+
+
+def context(server: str | None = "https://k8s.example:6443") -> cli._Context:
+    ctx = cli._Context(
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+        clock=FakeClock(),
+        stop=asyncio.Event(),
+    )
+    ctx.server = server
+    ctx.context = "prod"
+    return ctx
+
+
+def test_describe_errors_in_one_line() -> None:
+    ctx = context()
+    refused = aiohttp.ClientConnectorError(
+        aiohttp.client_reqrep.ConnectionKey("k8s.example", 6443, True, True, None, None, None),
+        ConnectionRefusedError(111, "Connect call failed"),
+    )
+    cases = {
+        ConfigError("context 'x' not found\nin a file"): "context 'x' not found in a file",
+        UnauthorizedError(401, "Unauthorized", "Unauthorized"): (
+            "https://k8s.example:6443 rejected the credentials of context 'prod' (401 Unauthorized)"
+        ),
+        ForbiddenError(403, "Forbidden", 'pods is forbidden: User "x" cannot list'): (
+            '403 Forbidden: pods is forbidden: User "x" cannot list'
+        ),
+        ApiError(500, "InternalError", "boom", url="https://k8s.example:6443/api"): (
+            "500 InternalError: boom (https://k8s.example:6443/api)"
+        ),
+        refused: "cannot reach the API server at https://k8s.example:6443: connection refused",
+        TimeoutError(): "timed out talking to the API server at https://k8s.example:6443",
+        KeyError("x"): "internal error: KeyError",
+    }
+    for err, expected in cases.items():
+        text = cli._describe(err, ctx)
+        assert "\n" not in text
+        assert text.startswith(expected), (err, text)
+
+
+# -- formatting ------------------------------------------------------------------------------
+
+
+def pod(name: str, namespace: str = "default", created: str = "2025-01-01T00:00:00Z") -> dict:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "resourceVersion": "12",
+            "creationTimestamp": created,
+        }
+    }
+
+
+def test_table_columns_line_up() -> None:
+    text = cli._table([pod("a"), pod("web-long-name", "kube-system")], show_namespace=True)
+    lines = text.splitlines()
+    assert lines[0].split() == ["NAMESPACE", "NAME", "RESOURCE", "VERSION", "AGE"]
+    column = lines[0].index(" NAME ") + 1
+    assert lines[1][column:].startswith("a ")
+    assert lines[2][column:].startswith("web-long-name ")
+    assert lines[1].split()[:3] == ["default", "a", "12"]
+    assert "NAMESPACE" not in cli._table([pod("a")], show_namespace=False)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "age"),
+    [(5, "5s"), (119, "119s"), (600, "10m"), (4 * 3600, "4h"), (5 * 86400, "5d")],
+)
+def test_age(seconds: int, age: str) -> None:
+    now = datetime.datetime(2025, 1, 10, tzinfo=datetime.timezone.utc)
+    created = (now - datetime.timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+    assert cli._age(created, now) == age
+    assert cli._age(None, now) == "<unknown>"
+    assert cli._age("yesterday", now) == "<unknown>"
+
+
+# -- progress ------------------------------------------------------------------------------------
+
+
+def test_progress_on_a_terminal_is_overwritten_in_place_and_erased() -> None:
+    stream = io.StringIO()
+    clock = FakeClock()
+    progress = cli._ListProgress(stream, "pods", enabled=True, clock=clock)
+    first = ListOptions(limit=500)
+    progress.list_succeeded(
+        first, ListResult(items=[{}] * 500, continue_="t1", remaining_item_count=700)
+    )
+    page = ListOptions(limit=500, continue_="t1")
+    progress.list_succeeded(
+        page, ListResult(items=[{}] * 500, continue_="t2", remaining_item_count=200)
+    )
+    assert stream.getvalue() == (
+        "\r\x1b[Klisting pods: 500 so far, 700 remaining"
+        "\r\x1b[Klisting pods: 1000 so far, 200 remaining"
+    )
+    progress.list_succeeded(ListOptions(continue_="t2"), ListResult(items=[{}] * 200))
+    assert stream.getvalue().endswith("\r\x1b[K")
+    # Done: later lists (relists) show nothing.
+    progress.list_succeeded(first, ListResult(items=[{}], continue_="t3"))
+    progress.initial_progress(ListOptions(send_initial_events=True), 5)
+    assert stream.getvalue().endswith("200 remaining\r\x1b[K")
+
+
+def test_watch_list_progress_is_throttled() -> None:
+    stream = io.StringIO()
+    clock = FakeClock()
+    progress = cli._ListProgress(stream, "pods", enabled=True, clock=clock)
+    options = ListOptions(send_initial_events=True)
+    for count in range(1, 101):
+        progress.initial_progress(options, count)
+    clock.step(0.2)
+    progress.initial_progress(options, 101)
+    assert stream.getvalue() == ("\r\x1b[Klisting pods: 1 so far\r\x1b[Klisting pods: 101 so far")
+    progress.initial_events_ended(options, 101, "9")
+    assert stream.getvalue().endswith("\r\x1b[K")
+
+
+def test_no_progress_when_not_enabled() -> None:
+    stream = io.StringIO()
+    progress = cli._ListProgress(stream, "pods", enabled=False, clock=FakeClock())
+    progress.list_succeeded(
+        ListOptions(), ListResult(items=[{}], continue_="t", remaining_item_count=3)
+    )
+    progress.initial_progress(ListOptions(send_initial_events=True), 1)
+    progress.finish()
+    assert stream.getvalue() == ""
+
+
+def test_progress_needs_both_streams_on_a_terminal() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    ctx = context()
+    assert not ctx.tty
+    ctx.stdout = Tty()
+    assert not ctx.tty
+    ctx.stderr = Tty()
+    assert ctx.tty
