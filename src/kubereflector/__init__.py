@@ -37,6 +37,7 @@ from .errors import (
     TruncatedStreamError,
     UnauthorizedError,
     error_from_status,
+    failure_status,
     is_connection_refused,
 )
 
@@ -235,6 +236,7 @@ __all__ = [
     "default_watch_error_handler",
     "deletion_handling_meta_namespace_key_func",
     "error_from_status",
+    "failure_status",
     "get_labels",
     "get_metadata",
     "get_name",

@@ -24,6 +24,7 @@ __all__ = [
     "TruncatedStreamError",
     "UnauthorizedError",
     "error_from_status",
+    "failure_status",
     "is_connection_refused",
 ]
 
@@ -157,6 +158,25 @@ def _retry_after(details: Mapping[str, Any] | None) -> float | None:
     if details and isinstance(details.get("retryAfterSeconds"), (int, float)):
         return float(details["retryAfterSeconds"])
     return None
+
+
+def failure_status(
+    code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A Kubernetes ``Status`` object for a failure, as a server sends it (in an
+    error body or an ERROR watch event); the inverse of :func:`error_from_status`."""
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details is not None:
+        status["details"] = dict(details)
+    return status
 
 
 def error_from_status(

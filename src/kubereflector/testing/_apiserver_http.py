@@ -21,6 +21,7 @@ import yaml
 from aiohttp import web
 
 from ..backoff import Clock
+from ..errors import failure_status
 from ..listwatch import INITIAL_EVENTS_END_ANNOTATION
 from ..selectors import FieldSelector, LabelSelector
 from ._apiserver_resources import (
@@ -47,7 +48,6 @@ from ._apiserver_store import (
     bad_request,
     decode,
     event_line,
-    failure,
 )
 
 log = logging.getLogger("kubereflector.testing.apiserver")
@@ -116,7 +116,7 @@ class Faults:
             retry_after = 1
         if retry_after is not None:
             details = {"retryAfterSeconds": math.ceil(retry_after)}
-        return failure(code, self.fail_reason or default_reason, message, details)
+        return failure_status(code, self.fail_reason or default_reason, message, details)
 
 
 # -- content negotiation ----------------------------------------------------------------------
@@ -192,13 +192,13 @@ def status_response(status: Mapping[str, Any]) -> web.Response:
 
 def _not_found_path() -> StatusError:
     return StatusError(
-        failure(404, "NotFound", "the server could not find the requested resource", {})
+        failure_status(404, "NotFound", "the server could not find the requested resource", {})
     )
 
 
 def _method_not_allowed(method: str, what: str) -> StatusError:
     return StatusError(
-        failure(
+        failure_status(
             405,
             "MethodNotAllowed",
             f"the server does not allow this method on the requested resource ({method} {what})",
@@ -526,7 +526,7 @@ class ApiHandler:
             credential.strip().encode(), self.token.encode()
         ):
             return None
-        return status_response(failure(401, "Unauthorized", "Unauthorized"))
+        return status_response(failure_status(401, "Unauthorized", "Unauthorized"))
 
     async def _admin(self, request: web.BaseRequest) -> web.StreamResponse:
         denied = self._authenticate(request, request.path)
@@ -548,7 +548,7 @@ class ApiHandler:
                 return response
             self.apply_fault(op, body)
         except (ValueError, TypeError, msgspec.DecodeError) as exc:
-            return status_response(failure(400, "BadRequest", f"invalid fault: {exc}"))
+            return status_response(failure_status(400, "BadRequest", f"invalid fault: {exc}"))
         return json_response(b'{"ok":true}')
 
     def apply_fault(self, op: str, body: Mapping[str, Any]) -> None:
@@ -738,7 +738,7 @@ class ApiHandler:
             patch_type = _PATCH_TYPES.get(content_type)
             if patch_type is None or (patch_type == "strategic" and not info.builtin):
                 raise StatusError(
-                    failure(
+                    failure_status(
                         415,
                         "UnsupportedMediaType",
                         f"the body of the request was in an unknown format - accepted media "
@@ -792,7 +792,7 @@ class ApiHandler:
                 return yaml.safe_load(data)
             if content_type == "application/vnd.kubernetes.protobuf":
                 raise StatusError(
-                    failure(415, "UnsupportedMediaType", "the emulator only speaks JSON")
+                    failure_status(415, "UnsupportedMediaType", "the emulator only speaks JSON")
                 )
             return decode(data)
         except (msgspec.DecodeError, yaml.YAMLError) as exc:
@@ -966,7 +966,7 @@ def _status_only(subresource: str | None) -> str | None:
 
 def _not_acceptable() -> StatusError:
     return StatusError(
-        failure(
+        failure_status(
             406,
             "NotAcceptable",
             "only the following media types are accepted: application/json, "

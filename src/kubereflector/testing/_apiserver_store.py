@@ -25,6 +25,7 @@ from typing import Any, Final
 import msgspec
 
 from ..backoff import Clock
+from ..errors import failure_status
 from ..selectors import FieldSelector, LabelSelector, _label_key_error, _label_value_error
 from ._apiserver_patch import PatchFailed, json_patch, merge_patch, strategic_merge_patch
 from ._apiserver_resources import BUILTIN_RESOURCES, ResourceInfo, timestamp
@@ -69,23 +70,6 @@ class StatusError(Exception):
         super().__init__(f"{status.get('code')} {status.get('reason')}: {status.get('message')}")
 
 
-def failure(
-    code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    status: dict[str, Any] = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-    }
-    if details is not None:
-        status["details"] = dict(details)
-    status["code"] = code
-    return status
-
-
 def _details(info: ResourceInfo, name: str) -> dict[str, Any]:
     details: dict[str, Any] = {"name": name}
     if info.group:
@@ -96,17 +80,19 @@ def _details(info: ResourceInfo, name: str) -> dict[str, Any]:
 
 def not_found(info: ResourceInfo, name: str) -> StatusError:
     return StatusError(
-        failure(404, "NotFound", f'{info.group_resource} "{name}" not found', _details(info, name))
+        failure_status(
+            404, "NotFound", f'{info.group_resource} "{name}" not found', _details(info, name)
+        )
     )
 
 
 def bad_request(message: str) -> StatusError:
-    return StatusError(failure(400, "BadRequest", message))
+    return StatusError(failure_status(400, "BadRequest", message))
 
 
 def conflict(info: ResourceInfo, name: str, why: str) -> StatusError:
     return StatusError(
-        failure(
+        failure_status(
             409,
             "Conflict",
             f'Operation cannot be fulfilled on {info.group_resource} "{name}": {why}',
@@ -116,14 +102,14 @@ def conflict(info: ResourceInfo, name: str, why: str) -> StatusError:
 
 
 def expired(message: str, continue_: str | None = None) -> StatusError:
-    status = failure(410, "Expired", message)
+    status = failure_status(410, "Expired", message)
     if continue_:
         status["metadata"] = {"continue": continue_}
     return StatusError(status)
 
 
 def too_large(requested: int, current: int) -> dict[str, Any]:
-    return failure(
+    return failure_status(
         504,
         "Timeout",
         f"Timeout: Too large resource version: {requested}, current: {current}",
@@ -172,7 +158,9 @@ def invalid(kind: str, name: str, errors: list[FieldError], group: str = "") -> 
         details["group"] = group
     details["kind"] = kind
     details["causes"] = [e.cause() for e in errors]
-    return StatusError(failure(422, "Invalid", f'{subject} "{name}" is invalid: {joined}', details))
+    return StatusError(
+        failure_status(422, "Invalid", f'{subject} "{name}" is invalid: {joined}', details)
+    )
 
 
 # -- records and events -----------------------------------------------------------------------
@@ -617,7 +605,7 @@ class Store:
         elif requested > current:
             plan.from_rv = requested  # kube waits for the resourceVersion to come
         elif requested < bucket.oldest:
-            plan.error = failure(
+            plan.error = failure_status(
                 410, "Expired", f"too old resource version: {requested} ({bucket.oldest})"
             )
         else:
@@ -722,7 +710,7 @@ class Store:
         meta = body["metadata"]
         if meta.get("resourceVersion") and strict:
             raise StatusError(
-                failure(
+                failure_status(
                     500,
                     "InternalError",
                     "resourceVersion should not be set on objects to be created",
@@ -748,7 +736,7 @@ class Store:
             ns = meta["namespace"]
             if ns not in self.buckets["namespaces"].objects:
                 raise StatusError(
-                    failure(
+                    failure_status(
                         404,
                         "NotFound",
                         f'namespaces "{ns}" not found',
@@ -760,7 +748,7 @@ class Store:
             key = name
         if key in bucket.objects:
             raise StatusError(
-                failure(
+                failure_status(
                     409,
                     "AlreadyExists",
                     f'{info.group_resource} "{name}" already exists',
@@ -876,10 +864,10 @@ class Store:
                 raise ValueError(f"unknown patch type {patch_type!r}")
         except PatchFailed as exc:
             raise StatusError(
-                failure(422, "Invalid", f"the patch could not be applied: {exc}")
+                failure_status(422, "Invalid", f"the patch could not be applied: {exc}")
             ) from None
         if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
-            raise StatusError(failure(422, "Invalid", "the patched object has no metadata"))
+            raise StatusError(failure_status(422, "Invalid", "the patched object has no metadata"))
         return self.update(
             bucket, namespace, name, patched, subresource=subresource, keep_status=keep_status
         )

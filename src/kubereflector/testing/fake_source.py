@@ -45,7 +45,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from ..backoff import Clock, RealClock
-from ..errors import ApiError, ExpiredError, error_from_status
+from ..errors import ApiError, ExpiredError, error_from_status, failure_status
 from ..keys import meta_namespace_key_func
 from ..listwatch import (
     ADDED,
@@ -80,29 +80,12 @@ class _Change:
     previous: dict[str, Any] | None
 
 
-def _status(
-    code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    status: dict[str, Any] = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    if details is not None:
-        status["details"] = dict(details)
-    return status
-
-
 def _expired_status(requested: int, oldest: int) -> dict[str, Any]:
-    return _status(410, "Expired", f"too old resource version: {requested} ({oldest})")
+    return failure_status(410, "Expired", f"too old resource version: {requested} ({oldest})")
 
 
 def _too_large_status(requested: int, current: int) -> dict[str, Any]:
-    return _status(
+    return failure_status(
         504,
         "Timeout",
         f"Timeout: Too large resource version: {requested}, current: {current}",
