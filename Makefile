@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src
@@ -29,7 +29,9 @@ pytest: $(STAMP)
 # Benchmarks print tables with ratios against peers measured in the same run;
 # nothing in them is asserted by the tests.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/watch_stream.py
+	@for script in benchmarks/[!_]*.py; do \
+		echo "== $$script"; $(BIN)/python $$script || exit 1; \
+	done
 
 demo: $(STAMP)
 	$(BIN)/kubereflector demo

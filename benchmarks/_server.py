@@ -8,7 +8,10 @@ has a core to itself. It answers just what the measured clients ask:
   pages, at resourceVersion "1000000";
 - ``GET /api/v1/namespaces/stream/pods`` (list): empty, at resourceVersion "1";
 - ``GET /api/v1/namespaces/stream/pods?watch=...``: the recorded stream of
-  ``--events`` events (MODIFIED, resourceVersions 2..N+1), then the end.
+  ``--events`` events (MODIFIED, resourceVersions 2..N+1), then the end. A
+  watch-list (``sendInitialEvents=true``, as informers send first) gets the
+  empty initial state first: the ``k8s.io/initial-events-end`` BOOKMARK at
+  resourceVersion "1", then the same stream.
 
 Every response body is encoded once, at start.
 """
@@ -88,6 +91,22 @@ def build(pods: int, events: int, page_size: int) -> web.Application:
         b"".join(stream_lines[i : i + STREAM_BATCH])
         for i in range(0, len(stream_lines), STREAM_BATCH)
     ]
+    initial_events_end = (
+        enc(
+            {
+                "type": "BOOKMARK",
+                "object": {
+                    "kind": "Pod",
+                    "apiVersion": "v1",
+                    "metadata": {
+                        "resourceVersion": "1",
+                        "annotations": {"k8s.io/initial-events-end": "true"},
+                    },
+                },
+            }
+        )
+        + b"\n"
+    )
     empty_list = enc(
         {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
     )
@@ -102,10 +121,15 @@ def build(pods: int, events: int, page_size: int) -> web.Application:
         if namespace == "stream" and watching:
             response = web.StreamResponse(headers={"Content-Type": "application/json"})
             response.enable_chunked_encoding()
-            await response.prepare(request)
-            for chunk in stream_chunks:
-                await response.write(chunk)
-            await response.write_eof()
+            try:
+                await response.prepare(request)
+                if request.query.get("sendInitialEvents") == "true":
+                    await response.write(initial_events_end)
+                for chunk in stream_chunks:
+                    await response.write(chunk)
+                await response.write_eof()
+            except ConnectionError:
+                pass  # the client had what it needed and left mid-stream
             return response
         if namespace == "stream":
             return web.Response(body=empty_list, content_type="application/json")

@@ -16,6 +16,7 @@ store while it runs; the store's readers may be on any thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _relist
+from ._gc import defer_full_collections
 from ._relist import (
     VeryShortWatchError,
     WatchAction,
@@ -214,7 +216,16 @@ class Reflector:
     # -- listing ----------------------------------------------------------------
 
     async def _list(self) -> None:
-        """A full list into the store with one ``replace``."""
+        """A full list into the store with one ``replace``.
+
+        The whole of it (every page, the decoding, the ``replace``) runs in a
+        :func:`~kubereflector._gc.defer_full_collections` window: no full
+        collection of the garbage collector while the new objects pile up.
+        """
+        with defer_full_collections():
+            await self._list_in_window()
+
+    async def _list_in_window(self) -> None:
         rv = _relist.relist_resource_version(self._last_sync_rv, self._rv_unavailable)
         try:
             items, list_rv, paginated = await self._paged_list(rv)
@@ -381,7 +392,9 @@ class Reflector:
 
         While a watch-list's initial events flow (``synced`` not set) they are
         gathered in a temporary store that replaces the real one in one step at
-        the initial-events-end bookmark; the same stream then goes on.
+        the initial-events-end bookmark; the same stream then goes on. Those
+        initial events run in a :func:`~kubereflector._gc.defer_full_collections`
+        window, closed at that bookmark or when the stream ends.
         """
         store = self._store
         initial: Cache | None = None
@@ -390,6 +403,22 @@ class Reflector:
             initial = Cache(deletion_handling_meta_namespace_key_func)
             candidate = getattr(store, "transformer", None)
             transformer = candidate if callable(candidate) else None
+        with contextlib.ExitStack() as gc_window:
+            if initial is not None:
+                gc_window.enter_context(defer_full_collections())
+            return await self._apply_events(options, synced, initial, transformer, gc_window)
+
+    async def _apply_events(
+        self,
+        options: ListOptions,
+        synced: asyncio.Event,
+        initial: Cache | None,
+        transformer: Callable[[Any], Any] | None,
+        gc_window: contextlib.ExitStack,
+    ) -> int:
+        """The loop of :meth:`_consume`; ``gc_window`` is closed once a watch-list's
+        initial events have been handed to the store."""
+        store = self._store
         target: Any = initial if initial is not None else store
         updater = store if isinstance(store, ResourceVersionUpdater) else None
         initial_rv = ""
@@ -434,6 +463,7 @@ class Reflector:
                         initial = None
                         transformer = None
                         target = store
+                        gc_window.close()
                         synced.set()
                         self._synced_to(final_rv)
                         logger.debug(

@@ -1,0 +1,346 @@
+"""The garbage-collector window of bulk syncs (kubereflector._gc) and where the Reflector opens it.
+
+Nothing here is timed: the contract is about the collector's thresholds, which
+are process state, so every test restores them (fixture) whatever happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from scripted_lw import BLOCK, ScriptedListerWatcher, bookmark, pod
+
+from kubereflector import (
+    ApiError,
+    Backoff,
+    Cache,
+    ExpiredError,
+    ListResult,
+    Reflector,
+    WatchEvent,
+    _gc,
+)
+from kubereflector._gc import FULL_THRESHOLD_FACTOR, defer_full_collections, is_effective
+from kubereflector.testing import FakeClock, settle
+
+needs_generational_gc = pytest.mark.skipif(
+    not is_effective(), reason="this interpreter's collector has no window to open"
+)
+
+
+@pytest.fixture(autouse=True)
+def restore_gc_state() -> Iterator[None]:
+    thresholds, enabled = gc.get_threshold(), gc.isenabled()
+    gc.set_threshold(700, 10, 10)  # CPython's defaults, whatever the runner set
+    try:
+        yield
+    finally:
+        assert _gc._depth == 0, "a test left a window open"
+        gc.set_threshold(*thresholds)
+        (gc.enable if enabled else gc.disable)()
+
+
+def raised() -> tuple[int, int, int]:
+    return (700, 10, 10 * FULL_THRESHOLD_FACTOR)
+
+
+# -- the window itself ---------------------------------------------------------------
+
+
+@needs_generational_gc
+def test_a_window_defers_only_full_collections_and_restores_the_thresholds() -> None:
+    enabled = gc.isenabled()
+    with defer_full_collections():
+        assert gc.get_threshold() == raised()  # the young generations are untouched
+        assert gc.isenabled() == enabled
+    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.isenabled() == enabled
+
+
+@needs_generational_gc
+def test_the_thresholds_come_back_after_an_exception() -> None:
+    seen = []
+
+    def fails_inside() -> None:
+        with defer_full_collections():
+            seen.append(gc.get_threshold())
+            raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        fails_inside()
+    assert seen == [raised()]
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+@needs_generational_gc
+def test_nested_windows_restore_once_the_outermost_closes() -> None:
+    gc.set_threshold(500, 7, 3)
+    with defer_full_collections():
+        outer = gc.get_threshold()
+        assert outer == (500, 7, 3 * FULL_THRESHOLD_FACTOR)
+        with contextlib.suppress(ValueError), defer_full_collections():
+            assert gc.get_threshold() == outer
+            raise ValueError
+        assert gc.get_threshold() == outer  # the inner exit kept the outer window
+    assert gc.get_threshold() == (500, 7, 3)
+
+
+@needs_generational_gc
+def test_windows_of_several_threads_are_counted_together() -> None:
+    opened = threading.Event()
+    release = threading.Event()
+    closed = threading.Event()
+
+    def other_thread() -> None:
+        with defer_full_collections():
+            opened.set()
+            release.wait(10)
+        closed.set()
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    try:
+        assert opened.wait(10)
+        with defer_full_collections():
+            assert gc.get_threshold() == raised()
+            release.set()
+            assert closed.wait(10)
+            # The other thread's window closed first: this one still holds.
+            assert gc.get_threshold() == raised()
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        release.set()
+        thread.join(10)
+
+
+@needs_generational_gc
+def test_thresholds_someone_else_set_during_a_window_are_kept() -> None:
+    with defer_full_collections():
+        gc.set_threshold(1000, 20, 30)  # the application changed its mind meanwhile
+    assert gc.get_threshold() == (1000, 20, 30)
+
+
+@needs_generational_gc
+def test_automatic_collection_switched_off_by_threshold_zero_stays_off() -> None:
+    gc.set_threshold(0, 10, 10)
+    with defer_full_collections():
+        assert gc.get_threshold() == (0, 10, 10)
+    assert gc.get_threshold() == (0, 10, 10)
+
+
+def test_a_window_changes_nothing_where_it_is_not_effective(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_gc, "_SUPPORTED", False)
+    with defer_full_collections():
+        assert gc.get_threshold() == (700, 10, 10)
+        assert _gc._depth == 0
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_windows_are_not_effective_on_python_3_14_or_free_threaded_builds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+    import sysconfig
+
+    monkeypatch.setattr(sys, "version_info", (3, 14, 0, "final", 0))
+    assert not _gc._supported()
+    monkeypatch.undo()
+    monkeypatch.setattr(
+        sysconfig, "get_config_var", lambda name: 1 if name == "Py_GIL_DISABLED" else None
+    )
+    assert not _gc._supported()
+
+
+# -- where the Reflector opens it ----------------------------------------------------
+
+
+class ThresholdStore(Cache):
+    """A Cache that records the collector's thresholds at every write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, tuple[int, ...]]] = []
+
+    def add(self, obj: Any) -> None:
+        self.seen.append(("add", gc.get_threshold()))
+        super().add(obj)
+
+    def update(self, obj: Any) -> None:
+        self.seen.append(("update", gc.get_threshold()))
+        super().update(obj)
+
+    def replace(self, items: list[Any], resource_version: str) -> None:
+        self.seen.append(("replace", gc.get_threshold()))
+        super().replace(items, resource_version)
+
+
+class ThresholdListerWatcher(ScriptedListerWatcher):
+    """Records the thresholds at every list call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.list_thresholds: list[tuple[int, ...]] = []
+
+    async def list(self, options: Any) -> ListResult:
+        self.list_thresholds.append(gc.get_threshold())
+        return await super().list(options)
+
+
+def make(
+    lw: ScriptedListerWatcher, *, use_watch_list: bool
+) -> tuple[Reflector, ThresholdStore, list[BaseException]]:
+    clock = FakeClock()
+    store = ThresholdStore()
+    errors: list[BaseException] = []
+    reflector = Reflector(
+        lw,
+        store,
+        clock=clock,
+        backoff=Backoff(clock=clock, random=lambda: 0.0),
+        on_watch_error=lambda _r, err: errors.append(err),
+        idle_timeout=None,
+        use_watch_list=use_watch_list,
+    )
+    return reflector, store, errors
+
+
+@contextlib.asynccontextmanager
+async def running(reflector: Reflector) -> AsyncIterator[None]:
+    task = asyncio.create_task(reflector.run())
+    await settle()
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@needs_generational_gc
+@pytest.mark.asyncio
+async def test_a_paged_list_and_its_replace_run_in_a_window_and_the_watch_does_not() -> None:
+    lw = ThresholdListerWatcher()
+    lw.lists.append(ListResult([pod("a", "1")], "5", continue_="next"))
+    lw.lists.append(ListResult([pod("b", "2")], "5"))
+    lw.watches.append([WatchEvent("MODIFIED", pod("a", "6")), BLOCK])
+    reflector, store, errors = make(lw, use_watch_list=False)
+    async with running(reflector):
+        assert lw.list_thresholds == [raised(), raised()]
+        assert store.seen == [("replace", raised()), ("update", (700, 10, 10))]
+        assert gc.get_threshold() == (700, 10, 10)
+    assert errors == []
+
+
+@needs_generational_gc
+@pytest.mark.asyncio
+async def test_a_failed_or_cancelled_list_closes_its_window() -> None:
+    lw = ThresholdListerWatcher()
+    lw.lists.append(ApiError(500, "InternalError", "boom"))
+    lw.lists.append(asyncio.Event())  # the retry hangs until cancelled
+    reflector, _store, errors = make(lw, use_watch_list=False)
+    clock = reflector.clock
+    assert isinstance(clock, FakeClock)
+    async with running(reflector):
+        assert [type(e) for e in errors] == [ApiError]
+        assert lw.list_thresholds == [raised()]
+        assert gc.get_threshold() == (700, 10, 10)  # backing off: no window
+        await clock.advance(1.0)
+        assert lw.list_thresholds == [raised(), raised()]
+        assert gc.get_threshold() == raised()  # the hanging retry holds its window
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+@needs_generational_gc
+@pytest.mark.asyncio
+async def test_a_watch_list_window_ends_at_the_initial_events_end_bookmark() -> None:
+    lw = ScriptedListerWatcher()
+    lw.watches.append(
+        [
+            WatchEvent("ADDED", pod("a", "1")),
+            WatchEvent("ADDED", pod("b", "2")),
+            bookmark("3", initial_end=True),
+            WatchEvent("MODIFIED", pod("a", "4")),
+            BLOCK,
+        ]
+    )
+    reflector, store, errors = make(lw, use_watch_list=True)
+    async with running(reflector):
+        assert store.seen == [("replace", raised()), ("update", (700, 10, 10))]
+        assert sorted(store.list_keys()) == ["default/a", "default/b"]
+        assert gc.get_threshold() == (700, 10, 10)
+    assert errors == []
+
+
+@needs_generational_gc
+@pytest.mark.asyncio
+async def test_a_watch_list_cut_before_its_bookmark_closes_its_window() -> None:
+    lw = ScriptedListerWatcher()
+    gate = asyncio.Event()
+    lw.watches.append([WatchEvent("ADDED", pod("a", "1")), gate, ExpiredError("gone")])
+    lw.watches.append([BLOCK])  # the retry: a watch-list that stays silent
+    reflector, _store, _errors = make(lw, use_watch_list=True)
+    async with running(reflector):
+        assert gc.get_threshold() == raised()  # initial events are flowing
+        gate.set()
+        await settle()
+        # The retry's watch-list is open and silent: a new window, the old one closed.
+        assert gc.get_threshold() == raised()
+        assert _gc._depth == 1
+    assert gc.get_threshold() == (700, 10, 10)  # cancelled: closed too
+
+
+# -- keeping watched objects young: the decoder hands them on quickly -----------------
+
+
+@pytest.mark.asyncio
+async def test_pod_sized_events_reach_a_consumer_task_within_three_events() -> None:
+    # The informer's queue is consumed by another task on the loop: objects the
+    # decoder runs ahead with stay alive meanwhile, and once a few hundred of
+    # them survive young collections CPython runs full collections over the
+    # cache again and again. So the decoder yields at least every few Pods.
+    import msgspec
+
+    from kubereflector.client._lines import decode_watch_stream
+
+    padding = {"data": "x" * 5_000}  # a ~5 KB Pod
+    lines = [
+        msgspec.json.encode({"type": "MODIFIED", "object": pod(f"p{i}", str(i), spec=padding)})
+        + b"\n"
+        for i in range(60)
+    ]
+    feed = iter([b"".join(lines)])  # all of them in one chunk, as a fast server sends
+
+    async def read() -> bytes:
+        return next(feed, b"")
+
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def consumer() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(consumer())
+    await asyncio.sleep(0)
+    runs: list[int] = []
+    last_tick, run = ticks, 0
+    async for _event in decode_watch_stream(read, "http://kube.test/pods"):
+        if ticks != last_tick:
+            runs.append(run)
+            last_tick, run = ticks, 0
+        run += 1
+    runs.append(run)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert sum(runs) == 60
+    assert max(runs) <= 3, runs
