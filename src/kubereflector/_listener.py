@@ -16,18 +16,22 @@ on. ``stop`` drops what is still buffered; the consumer ends once the
 notification in hand is done (``cancel=True`` also cancels a coroutine handler
 that is running).
 
-What to call for a notification is decided by a ``route`` function, built by
-:mod:`kubereflector.controller` from the handler (it applies the filters of
-:class:`~kubereflector.FilteringResourceEventHandler`); it runs on the consumer.
+What to call for each kind of notification is a :class:`Calls`, built by
+:mod:`kubereflector.controller` from the handler; its ``route`` (the filters of
+:class:`~kubereflector.FilteringResourceEventHandler`) runs on the consumer.
 
-Sync tracking (client-go's ``synctrack.SingleFileTracker``): every add that
-belongs to the initial list is counted when buffered and uncounted once
-handled; ``has_synced`` is true when the upstream has synced and the count is
-zero.
+Sync tracking (client-go's ``synctrack.SingleFileTracker``): the adds that
+belong to the initial list are counted when buffered and counted again once
+handled; ``has_synced`` is true when the upstream has synced and the second
+count has caught up with the first.
 
-Thread-safety: ``add``/``add_initial``/``stop``/``start``/``has_synced`` may be
-called from any thread. The resync fields are guarded by the owning
-processor's lock.
+Cost: the producer takes the lock once per call (``add_batch`` buffers a whole
+batch at once) and wakes the consumer only when it waits; the consumer takes
+each notification without the lock.
+
+Thread-safety: ``add``/``add_batch``/``add_initial``/``stop``/``start``/
+``has_synced`` may be called from any thread. The resync fields are guarded by
+the owning processor's lock.
 """
 
 from __future__ import annotations
@@ -35,17 +39,16 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import functools
 import inspect
 import logging
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from typing import Any, Final
 
 from .keys import deletion_handling_meta_namespace_key_func
 
-__all__ = ["ADD", "DELETE", "UPDATE", "Call", "Listener", "Notification", "Route"]
+__all__ = ["ADD", "DELETE", "UPDATE", "Calls", "Listener", "Notification", "Route"]
 
 logger = logging.getLogger("kubereflector.shared_informer")
 
@@ -58,18 +61,17 @@ DELETE: Final = 2
 
 _KIND_NAMES: Final = ("add", "update", "delete")
 
+
+_YIELD_EVERY: Final = 128
+"""Notifications a task consumer delivers in a row before it lets other tasks run."""
+
 Notification = tuple[int, Any, Any]
-Call = tuple[Callable[..., Any], tuple[Any, ...], bool]
-"""What to call: the function, its arguments, and whether it is a coroutine function."""
-Route = Callable[[Notification], "Call | None"]
-"""Maps a notification to the call that handles it, or ``None`` to skip it."""
+Route = Callable[[Notification], "Notification | None"]
+"""Maps a notification to the one to deliver, or ``None`` to drop it."""
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+_running_loop: Final[Callable[[], asyncio.AbstractEventLoop | None]] = asyncio._get_running_loop
+"""The running loop of this thread, or ``None`` (asyncio's non-raising form)."""
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:
@@ -106,21 +108,93 @@ def _discard(awaitable: object) -> None:
         close()
 
 
+class _Resume:
+    """Awaits the rest of a coroutine that already ran up to a suspension.
+
+    ``yield from`` delegation, minus its first step: what the coroutine yielded
+    is passed to the awaiting task, what the task sends or throws (a
+    cancellation) is passed back in, and closing closes the coroutine. So a
+    coroutine started eagerly, and suspended, carries on in the consumer task
+    exactly as if that task had awaited it from the start.
+    """
+
+    __slots__ = ("_coro", "_yielded")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], yielded: Any) -> None:
+        self._coro = coro
+        self._yielded = yielded
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, yielded = self._coro, self._yielded
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    yielded = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+                continue
+            try:
+                yielded = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+
+class Calls:
+    """What a listener calls for each kind of notification (built from a handler).
+
+    ``functions[kind]`` is the method for ``ADD``/``UPDATE``/``DELETE``, or
+    ``None`` to skip that kind; ``coroutine[kind]`` whether it is a coroutine
+    function. ``route``, when set, runs first on the consumer and maps each
+    notification to the one to deliver, or ``None`` to drop it (the filters of
+    :class:`~kubereflector.FilteringResourceEventHandler`).
+    """
+
+    __slots__ = ("coroutine", "functions", "route")
+
+    def __init__(
+        self,
+        functions: tuple[Callable[..., Any] | None, ...],
+        coroutine: tuple[bool, ...],
+        route: Route | None = None,
+    ) -> None:
+        self.functions = functions
+        self.coroutine = coroutine
+        self.route = route
+
+    @property
+    def uses_thread(self) -> bool:
+        """Whether some method is a plain function (it then runs on a worker thread)."""
+        return any(
+            fn is not None and not is_async
+            for fn, is_async in zip(self.functions, self.coroutine, strict=True)
+        )
+
+
 class Listener:
     """A registration's buffer, consumer, resync schedule and sync tracker."""
 
     __slots__ = (
         "__weakref__",
+        "_calls",
         "_cancel",
         "_cond",
         "_delivered",
+        "_delivering",
         "_done_waiters",
         "_failures",
         "_finished",
+        "_idle",
         "_inflight",
-        "_initial_pending",
+        "_initial_added",
+        "_initial_handled",
         "_loop",
         "_on_synced",
+        "_resume",
         "_started",
         "_stopped",
         "_task",
@@ -131,15 +205,13 @@ class Listener:
         "next_resync",
         "requested_resync_period",
         "resync_period",
-        "route",
         "uses_thread",
     )
 
     def __init__(
         self,
-        route: Route,
+        calls: Calls,
         *,
-        uses_thread: bool,
         name: str,
         requested_resync_period: float,
         resync_period: float,
@@ -147,23 +219,21 @@ class Listener:
         upstream_has_synced: Callable[[], bool],
         on_synced: Callable[[], None],
     ) -> None:
-        self.route = route
-        self.uses_thread = uses_thread
+        self._calls = calls
+        self.uses_thread = calls.uses_thread
         self.name = name
         # Resync schedule; guarded by the processor's lock.
         self.requested_resync_period = requested_resync_period
         self.resync_period = resync_period
         self.next_resync = now + resync_period
-        # Everything below is guarded by _cond's lock.
+        # Guarded by _cond's lock: the producer's side of the buffer, the
+        # lifecycle, and _idle/_waiter (whether the consumer waits for work).
         self._cond = threading.Condition(threading.Lock())
         self.buffer: deque[Notification] = deque()
         self._stopped = False
         self._cancel = False
-        self._initial_pending = 0
-        self._upstream_has_synced = upstream_has_synced
-        self._on_synced = on_synced
-        self._delivered = 0
-        self._failures = 0
+        self._idle = False
+        self._initial_added = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
         self._finished = False
@@ -171,6 +241,16 @@ class Listener:
         self._waiter: asyncio.Future[None] | None = None
         self._inflight: concurrent.futures.Future[Any] | None = None
         self._done_waiters: list[asyncio.Future[None]] = []
+        # A coroutine handler that suspended during an eager delivery: (the
+        # coroutine, what it yielded, its notification), for the task to finish.
+        self._resume: tuple[Coroutine[Any, Any, Any], Any, Notification] | None = None
+        self._delivering = False
+        # Written by the consumer only (one writer: no lock needed to count).
+        self._initial_handled = 0
+        self._delivered = 0
+        self._failures = 0
+        self._upstream_has_synced = upstream_has_synced
+        self._on_synced = on_synced
 
     # -- resync (processor lock held) -------------------------------------------
 
@@ -182,28 +262,43 @@ class Listener:
 
     # -- producer side ------------------------------------------------------------
 
-    def add(self, notification: Notification) -> None:
-        """Buffer one notification; never blocks on the handler."""
+    def add_batch(self, notifications: list[Notification], initial_adds: int) -> None:
+        """Buffer ``notifications`` in order, at once; ``initial_adds`` of them are
+        adds of the initial list. Never blocks on the handler.
+
+        Called on the loop of an idle task consumer (nothing buffered, nothing in
+        hand), it delivers them right here instead, eagerly: each coroutine
+        handler runs on the caller's stack until it returns or first suspends;
+        one that suspends is handed, with the rest, to the consumer task (see
+        :class:`_Resume`). Same order, same accounting, one task switch fewer
+        per batch, and each old object is released as soon as its handler is
+        done.
+        """
         with self._cond:
             if self._stopped:
                 return
-            if notification[0] == ADD and notification[2]:
-                self._initial_pending += 1
-            self.buffer.append(notification)
-            self._wake_locked()
+            self._initial_added += initial_adds
+            eager = (
+                self._waiter is not None and not self._delivering and self._loop is _running_loop()
+            )
+            if not eager:
+                self.buffer.extend(notifications)
+                self._wake_locked()
+                return
+            self._delivering = True
+        try:
+            self._deliver_eagerly(notifications)
+        finally:
+            self._delivering = False
 
     def add_initial(self, objects: Iterable[Any]) -> None:
         """Buffer an add belonging to the initial list for each object, all at once."""
-        with self._cond:
-            if self._stopped:
-                return
-            before = len(self.buffer)
-            self.buffer.extend([(ADD, obj, True) for obj in objects])
-            self._initial_pending += len(self.buffer) - before
-            self._wake_locked()
+        notifications = [(ADD, obj, True) for obj in objects]
+        self.add_batch(notifications, len(notifications))
 
     def _wake_locked(self) -> None:
-        if self.uses_thread:
+        if self._idle:
+            self._idle = False
             self._cond.notify()
         elif self._waiter is not None:
             waiter, self._waiter = self._waiter, None
@@ -216,7 +311,7 @@ class Listener:
         if not self._upstream_has_synced():
             return False
         with self._cond:
-            return self._initial_pending <= 0
+            return self._initial_handled >= self._initial_added
 
     @property
     def pending(self) -> int:
@@ -316,12 +411,20 @@ class Listener:
         for fut in waiters:
             _wake(fut)
 
-    # -- delivery ---------------------------------------------------------------------
+    # -- delivery (on the consumer) ------------------------------------------------------
+    #
+    # The consumer takes notifications with a bare ``popleft`` (atomic; it is the
+    # only one taking) and needs the lock only to wait for more. ``_stopped`` is
+    # read before each one: once set, nothing more is delivered.
 
-    def _route(self, notification: Notification) -> tuple[Call | None, bool]:
-        """(the call, or None to skip; whether routing itself succeeded)."""
+    def _route(self, notification: Notification) -> Notification | None:
+        """The notification to deliver (``None``: drop it); a failing filter is
+        logged and counted, and drops it."""
+        route = self._calls.route
+        if route is None:
+            return notification
         try:
-            return self.route(notification), True
+            return route(notification)
         except Exception:
             logger.exception(
                 "handler %s: its filter failed on the %s of %s",
@@ -329,9 +432,11 @@ class Listener:
                 _KIND_NAMES[notification[0]],
                 _key_of(notification),
             )
-            return None, False
+            self._failures += 1
+            return None
 
     def _log_failure(self, notification: Notification) -> None:
+        self._failures += 1
         logger.exception(
             "handler %s failed on the %s of %s",
             self.name,
@@ -339,102 +444,165 @@ class Listener:
             _key_of(notification),
         )
 
-    def _handled(self, notification: Notification, ok: bool) -> None:
-        synced = False
-        with self._cond:
-            if ok:
-                self._delivered += 1
-            else:
-                self._failures += 1
-            if notification[0] == ADD and notification[2]:
-                self._initial_pending -= 1
-                synced = self._initial_pending == 0
-        if synced:
-            self._on_synced()
+    def _count_if_initial(self, taken: Notification) -> None:
+        """Count ``taken`` as handled if it is an add of the initial list."""
+        if taken[0] == ADD and taken[2]:
+            self._initial_handled += 1
+            if self._initial_handled >= self._initial_added:
+                self._on_synced()
 
     # -- task consumer (every method is a coroutine function) ------------------------
 
     async def _task_main(self) -> None:
+        buffer = self.buffer
+        functions = self._calls.functions
+        in_a_row = 0
         try:
             while True:
-                notification = await self._next_async()
-                if notification is None:
+                if self._resume is not None:
+                    coro, yielded, taken = self._resume
+                    self._resume = None
+                    await self._finish(_Resume(coro, yielded), taken)
+                    continue
+                try:
+                    taken = buffer.popleft()
+                except IndexError:
+                    if not await self._wait_async():
+                        return
+                    in_a_row = 0
+                    continue
+                if self._stopped:
                     return
-                call, ok = self._route(notification)
-                if call is not None:
-                    ok = await self._call_on_loop(notification, call)
-                self._handled(notification, ok)
+                notification = self._route(taken)
+                if notification is not None:
+                    kind, a, b = notification
+                    fn = functions[kind]
+                    if fn is None:
+                        self._delivered += 1
+                        self._count_if_initial(taken)
+                    else:
+                        await self._finish(fn(a) if kind == DELETE else fn(a, b), taken)
+                else:
+                    self._count_if_initial(taken)
+                in_a_row += 1
+                if in_a_row >= _YIELD_EVERY:  # handlers that never suspend: share the loop
+                    in_a_row = 0
+                    await asyncio.sleep(0)
         finally:
+            if self._resume is not None:  # stopped before it could be finished
+                self._resume[0].close()
+                self._resume = None
             self._mark_finished()
 
-    async def _next_async(self) -> Notification | None:
-        loop = self._loop
-        assert loop is not None
-        while True:
-            with self._cond:
-                if self._stopped:
-                    return None
-                if self.buffer:
-                    return self.buffer.popleft()
-                fut: asyncio.Future[None] = loop.create_future()
-                self._waiter = fut
-            await fut
-
-    async def _call_on_loop(self, notification: Notification, call: Call) -> bool:
-        fn, args, is_async = call
+    async def _finish(self, awaitable: Awaitable[Any], taken: Notification) -> None:
+        """Await a handler call for ``taken``, logging and counting its outcome."""
         try:
-            if is_async:
-                await fn(*args)
-            else:  # not expected in a task consumer; kept off the loop all the same
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(None, functools.partial(fn, *args))
-                if inspect.isawaitable(result):
-                    await result
+            await awaitable
+            self._delivered += 1
         except asyncio.CancelledError:
             if self._cancel or _being_cancelled():
                 raise
-            self._log_failure(notification)
-            return False
+            self._log_failure(taken)
         except Exception:
-            self._log_failure(notification)
-            return False
-        return True
+            self._log_failure(taken)
+        self._count_if_initial(taken)
+
+    async def _wait_async(self) -> bool:
+        """Wait for something to deliver; ``False`` once stopped."""
+        loop = self._loop
+        assert loop is not None
+        with self._cond:
+            if self._stopped:
+                return False
+            if self.buffer or self._resume is not None:
+                return True
+            fut: asyncio.Future[None] = loop.create_future()
+            self._waiter = fut
+        await fut
+        return not self._stopped
+
+    def _deliver_eagerly(self, notifications: list[Notification]) -> None:
+        """Deliver ``notifications`` on the caller's stack (see :meth:`add_batch`);
+        the consumer task is parked meanwhile."""
+        functions = self._calls.functions
+        for position, taken in enumerate(notifications):
+            if self._stopped:
+                return
+            notification = self._route(taken)
+            if notification is not None:
+                kind, a, b = notification
+                fn = functions[kind]
+                if fn is None:
+                    self._delivered += 1
+                else:
+                    try:
+                        coro = fn(a) if kind == DELETE else fn(a, b)
+                        if not asyncio.iscoroutine(coro):
+                            coro = _await(coro)
+                        yielded = coro.send(None)
+                    except StopIteration:
+                        self._delivered += 1
+                    except (Exception, asyncio.CancelledError):
+                        self._log_failure(taken)
+                    else:
+                        # It suspended: the consumer task finishes it, then goes on
+                        # with the rest (ahead of anything buffered meanwhile).
+                        with self._cond:
+                            self._resume = (coro, yielded, taken)
+                            self.buffer.extendleft(reversed(notifications[position + 1 :]))
+                            self._wake_locked()
+                        return
+            self._count_if_initial(taken)
 
     # -- thread consumer (some method is a plain function) ----------------------------
 
     def _thread_main(self) -> None:
+        buffer = self.buffer
+        functions = self._calls.functions
+        coroutine = self._calls.coroutine
+        cond = self._cond
         try:
             while True:
-                with self._cond:
-                    while not self.buffer and not self._stopped:
-                        self._cond.wait()
-                    if self._stopped:
-                        return
-                    notification = self.buffer.popleft()
-                call, ok = self._route(notification)
-                if call is not None:
-                    ok = self._call_from_thread(notification, call)
-                self._handled(notification, ok)
+                try:
+                    taken = buffer.popleft()
+                except IndexError:
+                    with cond:
+                        while not buffer and not self._stopped:
+                            self._idle = True
+                            cond.wait()
+                        self._idle = False
+                        if self._stopped:
+                            return
+                    continue
+                if self._stopped:
+                    return
+                notification = self._route(taken)
+                if notification is not None:
+                    kind, a, b = notification
+                    fn = functions[kind]
+                    if fn is None:
+                        self._delivered += 1
+                    else:
+                        try:
+                            result = fn(a) if kind == DELETE else fn(a, b)
+                            if coroutine[kind] or (
+                                result is not None and inspect.isawaitable(result)
+                            ):
+                                # A coroutine method (or a plain one that returned an
+                                # awaitable): it runs on the loop while this thread
+                                # waits, keeping the order.
+                                self._await_on_loop(result)
+                            self._delivered += 1
+                        except concurrent.futures.CancelledError:
+                            if self._cancel:
+                                self._failures += 1
+                            else:
+                                self._log_failure(taken)
+                        except Exception:
+                            self._log_failure(taken)
+                self._count_if_initial(taken)
         finally:
             self._mark_finished()
-
-    def _call_from_thread(self, notification: Notification, call: Call) -> bool:
-        fn, args, is_async = call
-        try:
-            result = fn(*args)
-            if is_async or inspect.isawaitable(result):
-                # A coroutine handler (or a plain one that returned an awaitable):
-                # it runs on the loop while this thread waits, keeping the order.
-                self._await_on_loop(result)
-        except concurrent.futures.CancelledError:
-            if self._cancel:
-                return False
-            self._log_failure(notification)
-            return False
-        except Exception:
-            self._log_failure(notification)
-            return False
-        return True
 
     def _await_on_loop(self, awaitable: Any) -> None:
         loop = self._loop

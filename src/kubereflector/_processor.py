@@ -1,9 +1,9 @@
 """Fan-out of an informer's notifications to its listeners (private).
 
 client-go's ``sharedProcessor``: it keeps the listeners with, for each, whether
-it takes part in the current resync; ``distribute`` appends a notification to
-the buffer of every listener (of the syncing ones only, for a resync), and
-never waits for a handler. ``should_resync`` is what the Reflector asks before
+it takes part in the current resync; ``distribute`` appends a batch of
+notifications to the buffer of every listener (resync updates: of the syncing
+ones only), and never waits for a handler. ``should_resync`` is what the Reflector asks before
 each periodic resync: it marks the listeners whose resync is due and moves
 their next resync on.
 
@@ -17,8 +17,9 @@ import asyncio
 import logging
 import threading
 
-from ._listener import Listener, Notification
+from ._listener import UPDATE, Listener, Notification
 from .backoff import Clock
+from .keys import get_resource_version
 
 __all__ = ["Processor", "determine_resync_period"]
 
@@ -44,6 +45,12 @@ def determine_resync_period(desired: float, check: float) -> float:
         )
         return check
     return desired
+
+
+def _is_sync(notification: Notification) -> bool:
+    """Whether ``notification`` is an update that did not change the resourceVersion."""
+    kind, old, new = notification
+    return kind == UPDATE and get_resource_version(old) == get_resource_version(new)
 
 
 class Processor:
@@ -85,16 +92,29 @@ class Processor:
         listener.stop()
         return True
 
-    def distribute(self, notification: Notification, sync: bool) -> None:
-        """Buffer ``notification`` for every listener (a resync: for the syncing ones)."""
+    def distribute(self, notifications: list[Notification], initial_adds: int) -> None:
+        """Buffer ``notifications`` (in order; ``initial_adds`` of them are adds of
+        the initial list) for every listener.
+
+        An update whose resourceVersion did not change (a periodic resync, or a
+        relist of an unchanged object) goes only to the listeners taking part in
+        the current resync; the versions are compared only when some listener
+        does not. The caller serializes distributions (the informer's delta lock,
+        which also guards handler joins and removals).
+        """
         with self._lock:
-            if sync:
-                for listener, syncing in self._listeners.items():
-                    if syncing:
-                        listener.add(notification)
-            else:
-                for listener in self._listeners:
-                    listener.add(notification)
+            targets = list(self._listeners.items())
+        # Outside the lock: a listener may deliver right away (a coroutine
+        # handler starting eagerly), and that handler may add or remove handlers.
+        changes: list[Notification] | None = None
+        for listener, syncing in targets:
+            if syncing:
+                listener.add_batch(notifications, initial_adds)
+                continue
+            if changes is None:
+                changes = [n for n in notifications if not _is_sync(n)]
+            if changes:
+                listener.add_batch(changes, initial_adds)
 
     def should_resync(self) -> bool:
         """Mark the listeners whose resync is due; whether there is any."""

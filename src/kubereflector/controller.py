@@ -9,20 +9,26 @@ between many handlers.
 Event handlers implement :class:`ResourceEventHandler`. Each method may be a plain
 function or a coroutine function (and one handler may mix them): informers call
 plain methods on a worker thread of the handler's own, and await coroutine
-methods on the event loop, one notification at a time and in order. Handlers
-must treat the objects they receive as immutable: they are the cache's own.
+methods on the event loop, one notification at a time and in order. When a
+handler made only of coroutine methods is idle, a notification starts its
+method at once, inside the informer's own task (like an eager task), and the
+method moves to the handler's task only if it suspends; so code before its
+first ``await`` sees the informer's task as ``asyncio.current_task()``.
+Handlers must treat the objects they receive as immutable: they are the
+cache's own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 from collections.abc import Callable
 from typing import Any, Final, Protocol, runtime_checkable
 
-from ._listener import ADD, DELETE, UPDATE, Call, Listener, Notification, Route
+from ._listener import ADD, DELETE, UPDATE, Calls, Listener, Notification, Route
 from ._sync import SyncSignal
 from .backoff import Backoff, Clock
 from .delta_fifo import DeltaType, TransformFunc
@@ -47,7 +53,7 @@ __all__ = [
 logger = logging.getLogger("kubereflector.controller")
 
 _YIELD_EVERY: Final = 128
-"""Pops in a row without waiting after which the pop loop lets other tasks run."""
+"""Items popped in a row without waiting after which the pop loop lets other tasks run."""
 
 
 class AlreadyStartedError(RuntimeError):
@@ -229,32 +235,14 @@ def _describe_callable(fn: object) -> str:
     return str(getattr(fn, "__qualname__", None) or type(fn).__name__)
 
 
-def _resolve_handler(handler: object) -> tuple[Route, bool]:
-    """The routing function of ``handler`` for a listener, and whether the
-    listener needs a worker thread (some method is a plain function).
+def _resolve_handler(handler: object) -> Calls:
+    """What a listener calls for ``handler``'s notifications.
 
     Raises :class:`TypeError` if ``handler`` lacks one of the three methods.
     """
     if isinstance(handler, FilteringResourceEventHandler):
-        inner, uses_thread = _resolve_handler(handler.handler)
-        accept = handler.filter
-
-        def route_filtered(n: Notification) -> Call | None:
-            kind, a, b = n
-            if kind == UPDATE:
-                newer = accept(b)
-                older = accept(a)
-                if newer and older:
-                    return inner(n)
-                if newer:
-                    return inner((ADD, b, False))
-                if older:
-                    return inner((DELETE, a, None))
-                return None
-            return inner(n) if accept(a) else None
-
-        return route_filtered, uses_thread
-
+        inner = _resolve_handler(handler.handler)
+        return Calls(inner.functions, inner.coroutine, _filter_route(handler.filter, inner.route))
     methods = []
     for name in ("on_add", "on_update", "on_delete"):
         fn = getattr(handler, name, None)
@@ -264,59 +252,76 @@ def _resolve_handler(handler: object) -> tuple[Route, bool]:
                 "(use ResourceEventHandlerFuncs for plain functions)"
             )
         methods.append(fn)
-    add_fn, update_fn, delete_fn = methods
-    add_async, update_async, delete_async = (_is_coroutine_callable(fn) for fn in methods)
-    uses_thread = any(
-        fn is not _noop and not is_async
-        for fn, is_async in zip(methods, (add_async, update_async, delete_async), strict=True)
+    return Calls(
+        tuple(None if fn is _noop else fn for fn in methods),
+        tuple(_is_coroutine_callable(fn) for fn in methods),
     )
-    add_skip = add_fn is _noop
-    update_skip = update_fn is _noop
-    delete_skip = delete_fn is _noop
 
-    def route(n: Notification) -> Call | None:
+
+def _filter_route(accept: Callable[[Any], bool], inner: Route | None) -> Route:
+    """The route of a FilteringResourceEventHandler around a handler routed by ``inner``."""
+
+    def route(n: Notification) -> Notification | None:
         kind, a, b = n
-        if kind == ADD:
-            return None if add_skip else (add_fn, (a, b), add_async)
         if kind == UPDATE:
-            return None if update_skip else (update_fn, (a, b), update_async)
-        return None if delete_skip else (delete_fn, (a,), delete_async)
+            newer = accept(b)
+            older = accept(a)
+            if newer and older:
+                pass
+            elif newer:
+                n = (ADD, b, False)
+            elif older:
+                n = (DELETE, a, None)
+            else:
+                return None
+        elif not accept(a):
+            return None
+        return n if inner is None else inner(n)
 
-    return route, uses_thread
+    return route
 
 
 # -- delta processing -------------------------------------------------------------------
 
 
-def _process_deltas(
-    store: Store,
+def _apply_deltas(
+    cache: Cache,
     deltas: list[Any],
     is_in_initial_list: bool,
-    on_add: Callable[[Any, bool], None],
-    on_update: Callable[[Any, Any], None],
-    on_delete: Callable[[Any], None],
-) -> None:
-    """Apply ``deltas`` (oldest first) to ``store`` and report each change
-    (client-go's ``processDeltas``).
+    notifications: list[Notification],
+    name: str,
+) -> int:
+    """Apply ``deltas`` (oldest first) to ``cache`` and append one notification
+    per change to ``notifications`` (client-go's ``processDeltas``); return how
+    many of them are adds of the initial list.
 
-    Sync, Replaced, Added and Updated store the object: ``on_update(old, new)``
-    if the store held it, else ``on_add(new, is_in_initial_list)``. Deleted
-    removes it and calls ``on_delete(obj)``. A store error propagates and the
-    remaining deltas are not applied.
+    Sync, Replaced, Added and Updated store the object: ``(UPDATE, old, new)``
+    if the cache held it, else ``(ADD, new, is_in_initial_list)``. Deleted
+    removes it: ``(DELETE, obj, None)``. A delta the cache refuses (an index
+    function raising) is logged with its key and leaves no notification; the
+    others are applied all the same.
     """
     deleted = DeltaType.DELETED
+    append = notifications.append
+    swap = cache.swap
+    initial_adds = 0
     for delta_type, obj in deltas:
-        if delta_type is deleted:
-            store.delete(obj)
-            on_delete(obj)
-            continue
-        old = store.get(obj)
-        if old is not None:
-            store.update(obj)
-            on_update(old, obj)
-        else:
-            store.add(obj)
-            on_add(obj, is_in_initial_list)
+        try:
+            if delta_type is deleted:
+                cache.delete(obj)
+                append((DELETE, obj, None))
+                continue
+            old = swap(obj)
+            if old is not None:
+                append((UPDATE, old, obj))
+            else:
+                append((ADD, obj, is_in_initial_list))
+                initial_adds += is_in_initial_list
+        except Exception:
+            logger.exception(
+                "%s: could not apply a %s delta of %s", name, delta_type, _describe_item(obj)
+            )
+    return initial_adds
 
 
 # -- Controller -------------------------------------------------------------------------
@@ -332,6 +337,12 @@ class Controller:
     exception it raises is logged with the item's key and popping goes on (the
     item is not requeued).
 
+    ``process_batch(deltas, is_in_initial_list)``, when given and the queue can
+    pop batches (:class:`~kubereflector.RealFIFO`), replaces ``process``: it
+    gets a :class:`~kubereflector.Deltas` of up to 1,000 consecutive deltas of
+    distinct keys, oldest first, never mixing the initial list with later
+    deltas (client-go's ``ProcessBatch``). Same rules as ``process``.
+
     ``full_resync_period`` (seconds, ``0``: never), ``should_resync``,
     ``on_watch_error``, ``page_size``, ``min_watch_timeout``, ``use_watch_list``,
     ``expected_kind``, ``backoff`` and ``clock`` configure the Reflector; see
@@ -344,6 +355,7 @@ class Controller:
         lister_watcher: ListerWatcher,
         process: PopProcessFunc,
         *,
+        process_batch: PopProcessFunc | None = None,
         expected_kind: str | None = None,
         full_resync_period: float = 0,
         should_resync: Callable[[], bool] | None = None,
@@ -357,9 +369,14 @@ class Controller:
     ) -> None:
         self._queue = queue
         self._process = process
+        self._process_batch = process_batch
         self._reflector = Reflector(
             lister_watcher,
-            _ReplaceWatcher(queue, self._check_synced),
+            _QueueWriter(
+                queue,
+                self._check_synced,
+                None if process_batch is None else self._process_batch_item,
+            ),
             name=name,
             expected_kind=expected_kind,
             resync_period=full_resync_period,
@@ -431,14 +448,20 @@ class Controller:
     async def _process_loop(self) -> None:
         queue = self._queue
         process = self._process_item
+        pop_batch = getattr(queue, "pop_batch", None)
+        if self._process_batch is None or not callable(pop_batch):
+            pop_batch = None
         in_a_row = 0
         while True:
             try:
-                await queue.pop(process)
+                if pop_batch is not None:
+                    in_a_row += len(await pop_batch(self._process_batch_item))
+                else:
+                    await queue.pop(process)
+                    in_a_row += 1
             except QueueClosed:
                 return
             self._check_synced()
-            in_a_row += 1
             if in_a_row >= _YIELD_EVERY:
                 in_a_row = 0
                 await asyncio.sleep(0)
@@ -455,26 +478,57 @@ class Controller:
         except Exception:
             logger.exception("%s: processing %s failed", self.name, _describe_item(item))
 
+    def _process_batch_item(self, batch: Any, is_in_initial_list: bool) -> None:
+        assert self._process_batch is not None
+        try:
+            self._process_batch(batch, is_in_initial_list)
+        except Exception:
+            logger.exception("%s: processing a batch failed", self.name)
+
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "running" if self._started else "new"
         return f"<Controller {self.name} {state} synced={self.has_synced()}>"
 
 
-class _ReplaceWatcher:
-    """The queue as the Reflector sees it, calling ``after_replace`` after each
-    ``replace``: an empty initial list syncs the queue with nothing to pop, so
-    the pop loop alone would never notice. The other writes are the queue's own
-    bound methods (no cost on the event path)."""
+class _QueueWriter:
+    """The queue as the Reflector writes it.
 
-    __slots__ = ("_after_replace", "_queue", "add", "delete", "resync", "update")
+    * ``replace`` is followed by ``check_synced``: an empty initial list syncs
+      the queue with nothing to pop, so the pop loop alone would never notice.
+    * With ``process_batch`` and a queue that offers ``process_or_queue``
+      (RealFIFO), a change that finds nothing queued ahead of it, once the
+      initial list is processed, is processed at once, in the Reflector's task,
+      instead of being queued for the pop loop: the same processing, in the same
+      order, on the same loop, minus the queue round trip and a task switch per
+      event (and the objects reach the cache while still young, which spares
+      the collector). A backlog is left to the pop loop.
+    * Without it, the writes are the queue's own bound methods.
+    """
 
-    def __init__(self, queue: Queue, after_replace: Callable[[], None]) -> None:
+    __slots__ = ("_check_synced", "_queue", "add", "delete", "resync", "update")
+
+    def __init__(
+        self,
+        queue: Queue,
+        check_synced: Callable[[], None],
+        process_batch: PopProcessFunc | None,
+    ) -> None:
         self._queue = queue
-        self._after_replace = after_replace
-        self.add = queue.add
-        self.update = queue.update
-        self.delete = queue.delete
+        self._check_synced = check_synced
         self.resync = queue.resync
+        process_or_queue = getattr(queue, "process_or_queue", None)
+        if process_batch is None or not callable(process_or_queue):
+            self.add = queue.add
+            self.update = queue.update
+            self.delete = queue.delete
+            return
+        self.add = functools.partial(process_or_queue, DeltaType.ADDED, process_batch=process_batch)
+        self.update = functools.partial(
+            process_or_queue, DeltaType.UPDATED, process_batch=process_batch
+        )
+        self.delete = functools.partial(
+            process_or_queue, DeltaType.DELETED, process_batch=process_batch
+        )
 
     @property
     def transformer(self) -> TransformFunc | None:
@@ -484,7 +538,7 @@ class _ReplaceWatcher:
 
     def replace(self, items: list[Any], resource_version: str) -> None:
         self._queue.replace(items, resource_version)
-        self._after_replace()
+        self._check_synced()
 
 
 def _describe_item(item: Any) -> str:
@@ -510,14 +564,12 @@ class _InformerController(Controller):
         lister_watcher: ListerWatcher,
         *,
         handler: object,
-        store: Store,
+        store: Cache,
         **kwargs: Any,
     ) -> None:
-        super().__init__(queue, lister_watcher, self._handle, **kwargs)
-        route, uses_thread = _resolve_handler(handler)
+        super().__init__(queue, lister_watcher, self._handle, process_batch=self._handle, **kwargs)
         self._listener = Listener(
-            route,
-            uses_thread=uses_thread,
+            _resolve_handler(handler),
             name=f"{self.name}/{_describe_callable(handler)}",
             requested_resync_period=0,
             resync_period=0,
@@ -526,20 +578,13 @@ class _InformerController(Controller):
             on_synced=self._sync_signal.notify,
         )
         self._store = store
-        add = self._listener.add
-        self._on_add = lambda obj, initial: add((ADD, obj, initial))
-        self._on_update = lambda old, new: add((UPDATE, old, new))
-        self._on_delete = lambda obj: add((DELETE, obj, None))
 
     def _handle(self, deltas: Any, is_in_initial_list: bool) -> None:
-        _process_deltas(
-            self._store,
-            deltas,
-            is_in_initial_list,
-            self._on_add,
-            self._on_update,
-            self._on_delete,
+        notifications: list[Notification] = []
+        initial_adds = _apply_deltas(
+            self._store, deltas, is_in_initial_list, notifications, self.name
         )
+        self._listener.add_batch(notifications, initial_adds)
 
     async def run(self) -> None:
         if self._started:

@@ -172,7 +172,15 @@ class RealFIFO(BlockingQueue[Deltas]):
     and leaves the queue unchanged. Every method is thread-safe.
     """
 
-    __slots__ = ("_initial_count", "_items", "_key_func", "_known", "_populated", "_transformer")
+    __slots__ = (
+        "_initial_count",
+        "_items",
+        "_key_func",
+        "_keys",
+        "_known",
+        "_populated",
+        "_transformer",
+    )
 
     def __init__(
         self,
@@ -189,6 +197,8 @@ class RealFIFO(BlockingQueue[Deltas]):
         self._transformer = transformer
         super().__init__()
         self._items: deque[Delta] = deque()
+        # The key of each queued delta, in step with _items (computed once, on entry).
+        self._keys: deque[str] = deque()
         self._populated = False
         # Deltas queued by the first replace not yet popped; they lead the queue.
         self._initial_count = 0
@@ -216,15 +226,44 @@ class RealFIFO(BlockingQueue[Deltas]):
         """Queue a Deleted delta for ``obj`` (always: RealFIFO drops nothing)."""
         self._queue_change(_DELETED, obj)
 
-    def _queue_change(self, delta_type: DeltaType, obj: Any) -> None:
-        _object_key(self._key_func, obj)  # validates: a keyless object never enters
+    def _queue_change(
+        self,
+        delta_type: DeltaType,
+        obj: Any,
+        process_batch: Callable[[Deltas, bool], object] | None = None,
+    ) -> None:
+        key = _object_key(self._key_func, obj)  # a keyless object never enters
         if self._transformer is not None and type(obj) is not DeletedFinalStateUnknown:
             obj = self._transformer(obj)
         with self._lock:
+            if process_batch is not None and self._populated and not self._items:
+                # Nothing queued ahead, the initial list done (its count is 0 once
+                # nothing is queued): this is the delta the next pop would take.
+                process_batch(Deltas((Delta(delta_type, obj),)), False)
+                return
             self._populated = True
             self._items.append(Delta(delta_type, obj))
+            self._keys.append(key)
             if self._waiters:
                 self._waiters.wake()
+
+    def process_or_queue(
+        self,
+        delta_type: DeltaType,
+        obj: Any,
+        process_batch: Callable[[Deltas, bool], object],
+    ) -> None:
+        """Queue a change as :meth:`add`/:meth:`update`/:meth:`delete` do (``delta_type``
+        says which), except when nothing is queued and the initial list has been
+        processed: then hand it at once to ``process_batch(deltas, False)``, with
+        the lock held, as the next :meth:`pop_batch` would (same order, same
+        checks and transformer), without the round trip through the queue.
+
+        For a consumer that writes and pops on the same event loop (the
+        informers); an exception from ``process_batch`` propagates and the
+        change is not queued.
+        """
+        self._queue_change(delta_type, obj, process_batch)
 
     def replace(self, items: list[Any], resource_version: str = "") -> None:
         """Queue the outcome of a relist; see the class docstring for what is
@@ -237,24 +276,21 @@ class RealFIFO(BlockingQueue[Deltas]):
         """
         key_func = self._key_func
         transformer = self._transformer
-        new_keys: set[str] = set()
-        new_objs: list[Any] = []
-        for obj in items:
-            new_keys.add(_object_key(key_func, obj))
-            if transformer is not None and type(obj) is not DeletedFinalStateUnknown:
-                obj = transformer(obj)
-            new_objs.append(obj)
-        with self._lock:
-            queued = self._items
-            # Key -> its last queued delta; a dict keeps first-queued key order.
-            last_queued: dict[str, Delta] = {}
-            for delta in queued:
-                last_queued[_object_key(key_func, delta.object)] = delta
-            additions: list[Delta] = [
-                Delta(_DELETED, DeletedFinalStateUnknown(key, delta.object))
-                for key, delta in last_queued.items()
-                if key not in new_keys and delta.type is not _DELETED
+        item_keys = [_object_key(key_func, obj) for obj in items]
+        if transformer is not None:
+            items = [
+                obj if type(obj) is DeletedFinalStateUnknown else transformer(obj) for obj in items
             ]
+        new_keys = set(item_keys)
+        with self._lock:
+            # Key -> its last queued delta; a dict keeps first-queued key order.
+            last_queued = dict(zip(self._keys, self._items, strict=True))
+            additions: list[Delta] = []
+            addition_keys: list[str] = []
+            for key, delta in last_queued.items():
+                if key not in new_keys and delta.type is not _DELETED:
+                    additions.append(Delta(_DELETED, DeletedFinalStateUnknown(key, delta.object)))
+                    addition_keys.append(key)
             known = self._known
             for key in known.list_keys():
                 if key in new_keys or key in last_queued:
@@ -263,13 +299,16 @@ class RealFIFO(BlockingQueue[Deltas]):
                 if obj is None:
                     _log.debug("key %r vanished from known objects during replace", key)
                 additions.append(Delta(_DELETED, DeletedFinalStateUnknown(key, obj)))
-            additions.extend([Delta(_REPLACED, obj) for obj in new_objs])
+                addition_keys.append(key)
+            additions.extend([Delta(_REPLACED, obj) for obj in items])
+            addition_keys.extend(item_keys)
             # Nothing below can raise: the queue changes all at once.
-            queued.extend(additions)
+            self._items.extend(additions)
+            self._keys.extend(addition_keys)
             if not self._populated:
                 # No add/update/delete came first, so the queue was empty before.
                 self._populated = True
-                self._initial_count = len(queued)
+                self._initial_count = len(self._items)
             if self._waiters:
                 self._waiters.wake(len(additions))
 
@@ -278,9 +317,10 @@ class RealFIFO(BlockingQueue[Deltas]):
         nothing queued. The transformer is not applied."""
         with self._lock:
             key_func = self._key_func
-            queued_keys = {_object_key(key_func, delta.object) for delta in self._items}
+            queued_keys = set(self._keys)
             known = self._known
             additions: list[Delta] = []
+            addition_keys: list[str] = []
             for key in known.list_keys():
                 if key in queued_keys:
                     continue
@@ -288,7 +328,9 @@ class RealFIFO(BlockingQueue[Deltas]):
                 if obj is not None:
                     _object_key(key_func, obj)  # validates, as add does
                     additions.append(Delta(_SYNC, obj))
+                    addition_keys.append(key)
             self._items.extend(additions)
+            self._keys.extend(addition_keys)
             if additions and self._waiters:
                 self._waiters.wake(len(additions))
 
@@ -332,6 +374,7 @@ class RealFIFO(BlockingQueue[Deltas]):
 
     def _pop_locked(self, process: Callable[[Deltas, bool], object]) -> Deltas:
         deltas = Deltas((self._items.popleft(),))
+        self._keys.popleft()
         in_initial_list = not self._populated or self._initial_count > 0
         try:
             process(deltas, in_initial_list)
@@ -350,20 +393,15 @@ class RealFIFO(BlockingQueue[Deltas]):
         limit = min(max_items, len(items))
         if initial_count > 0:
             limit = min(limit, initial_count)
-        key_func = self._key_func
+        keys = self._keys
         batch = Deltas()
         seen: set[str] = set()
         while len(batch) < limit:
-            try:
-                key = _object_key(key_func, items[0].object)
-            except Exception:
-                # Cannot tell whether it repeats a key: it goes alone, or next time.
-                if not batch:
-                    batch.append(items.popleft())
-                break
+            key = keys[0]
             if key in seen:
                 break
             seen.add(key)
+            keys.popleft()
             batch.append(items.popleft())
         try:
             process_batch(batch, in_initial_list)
@@ -382,8 +420,7 @@ class RealFIFO(BlockingQueue[Deltas]):
     def list_keys(self) -> builtins.list[str]:
         """The keys with something queued, each once, in first-queued order."""
         with self._lock:
-            key_func = self._key_func
-            return list(dict.fromkeys(_object_key(key_func, d.object) for d in self._items))
+            return list(dict.fromkeys(self._keys))
 
     def __repr__(self) -> str:
         return (

@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._listener import ADD, DELETE, UPDATE, Listener
+from ._listener import Listener, Notification
 from ._processor import Processor, determine_resync_period
 from ._sync import SyncSignal
 from .backoff import Backoff, Clock, RealClock
@@ -35,13 +35,13 @@ from .controller import (
     AlreadyStartedError,
     Controller,
     ResourceEventHandler,
+    _apply_deltas,
     _describe_callable,
-    _process_deltas,
     _resolve_handler,
 )
 from .delta_fifo import DeltaFIFO, TransformFunc
 from .fifo import RealFIFO
-from .keys import deletion_handling_meta_namespace_key_func, get_resource_version
+from .keys import deletion_handling_meta_namespace_key_func
 from .listers import Lister
 from .listwatch import ListerWatcher
 from .queue import Queue
@@ -282,7 +282,7 @@ class SharedIndexInformer:
         Raises :class:`TypeError` if ``handler`` is not a ResourceEventHandler,
         :class:`InformerStoppedError` once the informer has stopped. Thread-safe.
         """
-        route, uses_thread = _resolve_handler(handler)
+        calls = _resolve_handler(handler)
         period = self._default_resync if resync_period is None else float(resync_period)
         if period < 0:
             raise ValueError(f"resync_period must be >= 0 (got {resync_period})")
@@ -313,8 +313,7 @@ class SharedIndexInformer:
                         self._processor.resync_check_period_changed(period)
             self._handler_count += 1
             listener = Listener(
-                route,
-                uses_thread=uses_thread,
+                calls,
                 name=f"{self._name}/{self._handler_count}:{_describe_callable(handler)}",
                 requested_resync_period=period,
                 resync_period=determine_resync_period(period, self._resync_check_period),
@@ -428,6 +427,7 @@ class SharedIndexInformer:
                 self._new_queue(),
                 self._lw,
                 self._handle_deltas,
+                process_batch=self._handle_deltas,
                 expected_kind=self._expected_kind,
                 full_resync_period=self._resync_check_period,
                 should_resync=self._processor.should_resync,
@@ -460,31 +460,14 @@ class SharedIndexInformer:
         return RealFIFO(known_objects=self._indexer, transformer=self._transform)
 
     def _handle_deltas(self, deltas: Any, is_in_initial_list: bool) -> None:
+        notifications: list[Notification] = []
         with self._block_deltas:
             self._deltas += len(deltas)
             self._last_event_at = self._clock.now()
-            _process_deltas(
-                self._indexer,
-                deltas,
-                is_in_initial_list,
-                self._on_add,
-                self._on_update,
-                self._on_delete,
+            initial_adds = _apply_deltas(
+                self._indexer, deltas, is_in_initial_list, notifications, self._name
             )
-
-    def _on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self._processor.distribute((ADD, obj, is_in_initial_list), False)
-
-    def _on_update(self, old: Any, new: Any) -> None:
-        # An update that did not change the resourceVersion (a resync, or a relist
-        # of an unchanged object) goes only to the handlers in the resync: those
-        # whose resync is due, and (as in client-go) every handler until the
-        # first resync check, since listeners start out counted as syncing.
-        is_sync = get_resource_version(old) == get_resource_version(new)
-        self._processor.distribute((UPDATE, old, new), is_sync)
-
-    def _on_delete(self, obj: Any) -> None:
-        self._processor.distribute((DELETE, obj, None), False)
+            self._processor.distribute(notifications, initial_adds)
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "running" if self._started else "new"

@@ -163,6 +163,18 @@ class ThreadSafeStore:
             self._items[key] = obj
             self._apply_index_changes(key, changes)
 
+    def swap(self, key: str, obj: Any) -> Any | None:
+        """Like :meth:`update`, returning the object ``key`` held before (``None``: none)."""
+        with self._lock:
+            old = self._items.get(key)
+            if self._indexers:
+                changes = self._index_changes(key, old, obj)
+                self._items[key] = obj
+                self._apply_index_changes(key, changes)
+            else:
+                self._items[key] = obj
+            return old
+
     def delete(self, key: str) -> None:
         """Remove ``key``; absent keys are ignored."""
         with self._lock:
@@ -353,6 +365,11 @@ class Cache:
 
     def delete(self, obj: Any) -> None:
         self._store.delete(self._key_func(obj))
+
+    def swap(self, obj: Any) -> Any | None:
+        """Store ``obj`` (as :meth:`update`) and return the object it replaced, or
+        ``None``: a get and an update in one step."""
+        return self._store.swap(self._key_func(obj), obj)
 
     def replace(self, items: builtins.list[Any], resource_version: str) -> None:
         """Swap the content for ``items`` atomically; later duplicates of a key win."""

@@ -17,14 +17,20 @@ import pytest
 from scripted_lw import BLOCK, ScriptedListerWatcher, bookmark, pod
 
 from kubereflector import (
+    MODIFIED,
     ApiError,
     Backoff,
     Cache,
     ExpiredError,
+    ListOptions,
     ListResult,
+    ListWatch,
     Reflector,
+    ResourceEventHandlerFuncs,
+    SharedIndexInformer,
     WatchEvent,
     _gc,
+    wait_for_cache_sync,
 )
 from kubereflector._gc import FULL_THRESHOLD_FACTOR, defer_full_collections, is_effective
 from kubereflector.testing import FakeClock, settle
@@ -297,50 +303,48 @@ async def test_a_watch_list_cut_before_its_bookmark_closes_its_window() -> None:
     assert gc.get_threshold() == (700, 10, 10)  # cancelled: closed too
 
 
-# -- keeping watched objects young: the decoder hands them on quickly -----------------
+# -- keeping watched objects young: each event is handled before the next is read ---
 
 
 @pytest.mark.asyncio
-async def test_pod_sized_events_reach_a_consumer_task_within_three_events() -> None:
-    # The informer's queue is consumed by another task on the loop: objects the
-    # decoder runs ahead with stay alive meanwhile, and once a few hundred of
-    # them survive young collections CPython runs full collections over the
-    # cache again and again. So the decoder yields at least every few Pods.
-    import msgspec
+async def test_each_event_reaches_a_coroutine_handler_before_the_next_is_read() -> None:
+    # Objects an informer holds while reading ahead survive young collections,
+    # and once enough of them have, CPython runs full collections over the
+    # cache again and again. So, once synced, each watch event goes to the cache
+    # and to an idle coroutine handler before the Reflector takes the next one,
+    # and the object it replaced is released at once.
+    trace: list[str] = []
+    synced = asyncio.Event()
 
-    from kubereflector.client._lines import decode_watch_stream
+    async def list_pods(options: ListOptions) -> ListResult:
+        raise AssertionError("a watch-list needs no list")
 
-    padding = {"data": "x" * 5_000}  # a ~5 KB Pod
-    lines = [
-        msgspec.json.encode({"type": "MODIFIED", "object": pod(f"p{i}", str(i), spec=padding)})
-        + b"\n"
-        for i in range(60)
-    ]
-    feed = iter([b"".join(lines)])  # all of them in one chunk, as a fast server sends
+    async def events() -> AsyncIterator[WatchEvent]:
+        yield bookmark("1", initial_end=True)  # an empty initial state
+        await synced.wait()
+        for i in range(5):
+            trace.append(f"read {i}")
+            yield WatchEvent(MODIFIED, pod("p", str(i + 2)))
+        await asyncio.Event().wait()  # then the stream stays open and silent
 
-    async def read() -> bytes:
-        return next(feed, b"")
+    @contextlib.asynccontextmanager
+    async def watch_pods(options: ListOptions) -> AsyncIterator[AsyncIterator[WatchEvent]]:
+        yield events()
 
-    ticks = 0
-    stop = asyncio.Event()
+    async def on_update(old: Any, new: Any) -> None:
+        trace.append(f"handled {int(new['metadata']['resourceVersion']) - 2}")
 
-    async def consumer() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-            await asyncio.sleep(0)
+    async def on_add(obj: Any) -> None:
+        trace.append(f"handled {int(obj['metadata']['resourceVersion']) - 2}")
 
-    task = asyncio.create_task(consumer())
-    await asyncio.sleep(0)
-    runs: list[int] = []
-    last_tick, run = ticks, 0
-    async for _event in decode_watch_stream(read, "http://kube.test/pods"):
-        if ticks != last_tick:
-            runs.append(run)
-            last_tick, run = ticks, 0
-        run += 1
-    runs.append(run)
-    stop.set()
-    await asyncio.wait_for(task, 5)
-    assert sum(runs) == 60
-    assert max(runs) <= 3, runs
+    informer = SharedIndexInformer(ListWatch(list_pods, watch_pods))
+    informer.add_event_handler(ResourceEventHandlerFuncs(on_add=on_add, on_update=on_update))
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(wait_for_cache_sync(informer), 5)
+        synced.set()
+        await settle()
+        assert trace == [step for i in range(5) for step in (f"read {i}", f"handled {i}")]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
