@@ -28,6 +28,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final, Protocol, runtime_checkable
 
+from ._gc import defer_full_collections
 from ._listener import ADD, DELETE, UPDATE, Calls, Listener, Notification, Route
 from ._sync import SyncSignal
 from .backoff import Backoff, Clock
@@ -374,7 +375,7 @@ class Controller:
             lister_watcher,
             _QueueWriter(
                 queue,
-                self._check_synced,
+                self._after_replace,
                 None if process_batch is None else self._process_batch_item,
             ),
             name=name,
@@ -392,6 +393,9 @@ class Controller:
         self._stopped = False
         self._synced_seen = False
         self._sync_signal = SyncSignal()
+        # Open from the first replace until its deltas are processed (see _after_replace).
+        self._gc_window = contextlib.ExitStack()
+        self._deferring = False
 
     @property
     def name(self) -> str:
@@ -442,6 +446,7 @@ class Controller:
                 with contextlib.suppress(asyncio.CancelledError):
                     await reflector
             finally:
+                self._gc_window.close()
                 self._stopped = True
                 self._sync_signal.notify()
 
@@ -470,7 +475,18 @@ class Controller:
         """Wake sync waiters the first time the queue reports synced."""
         if not self._synced_seen and self._queue.has_synced():
             self._synced_seen = True
+            self._gc_window.close()
             self._sync_signal.notify()
+
+    def _after_replace(self) -> None:
+        """After the Reflector's ``replace``: the initial list is a bulk sync until
+        its deltas have been processed, so the collector's full collections stay
+        deferred until then (the Reflector's own window ends at the replace);
+        an empty initial list syncs at once."""
+        if not self._synced_seen and not self._deferring and not self._queue.has_synced():
+            self._gc_window.enter_context(defer_full_collections())
+            self._deferring = True
+        self._check_synced()
 
     def _process_item(self, item: Any, is_in_initial_list: bool) -> None:
         try:
@@ -493,8 +509,8 @@ class Controller:
 class _QueueWriter:
     """The queue as the Reflector writes it.
 
-    * ``replace`` is followed by ``check_synced``: an empty initial list syncs
-      the queue with nothing to pop, so the pop loop alone would never notice.
+    * ``replace`` is followed by ``after_replace`` (an empty initial list syncs
+      the queue with nothing to pop, so the pop loop alone would never notice).
     * With ``process_batch`` and a queue that offers ``process_or_queue``
       (RealFIFO), a change that finds nothing queued ahead of it, once the
       initial list is processed, is processed at once, in the Reflector's task,
@@ -505,16 +521,16 @@ class _QueueWriter:
     * Without it, the writes are the queue's own bound methods.
     """
 
-    __slots__ = ("_check_synced", "_queue", "add", "delete", "resync", "update")
+    __slots__ = ("_after_replace", "_queue", "add", "delete", "resync", "update")
 
     def __init__(
         self,
         queue: Queue,
-        check_synced: Callable[[], None],
+        after_replace: Callable[[], None],
         process_batch: PopProcessFunc | None,
     ) -> None:
         self._queue = queue
-        self._check_synced = check_synced
+        self._after_replace = after_replace
         self.resync = queue.resync
         process_or_queue = getattr(queue, "process_or_queue", None)
         if process_batch is None or not callable(process_or_queue):
@@ -538,7 +554,7 @@ class _QueueWriter:
 
     def replace(self, items: list[Any], resource_version: str) -> None:
         self._queue.replace(items, resource_version)
-        self._check_synced()
+        self._after_replace()
 
 
 def _describe_item(item: Any) -> str:
