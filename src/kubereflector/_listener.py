@@ -43,7 +43,7 @@ import inspect
 import logging
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
 from .keys import deletion_handling_meta_namespace_key_func
@@ -108,42 +108,6 @@ def _discard(awaitable: object) -> None:
         close()
 
 
-class _Resume:
-    """Awaits the rest of a coroutine that already ran up to a suspension.
-
-    ``yield from`` delegation, minus its first step: what the coroutine yielded
-    is passed to the awaiting task, what the task sends or throws (a
-    cancellation) is passed back in, and closing closes the coroutine. So a
-    coroutine started eagerly, and suspended, carries on in the consumer task
-    exactly as if that task had awaited it from the start.
-    """
-
-    __slots__ = ("_coro", "_yielded")
-
-    def __init__(self, coro: Coroutine[Any, Any, Any], yielded: Any) -> None:
-        self._coro = coro
-        self._yielded = yielded
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coro, yielded = self._coro, self._yielded
-        while True:
-            try:
-                sent = yield yielded
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:
-                try:
-                    yielded = coro.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-                continue
-            try:
-                yielded = coro.send(sent)
-            except StopIteration as stop:
-                return stop.value
-
-
 class Calls:
     """What a listener calls for each kind of notification (built from a handler).
 
@@ -184,7 +148,6 @@ class Listener:
         "_cancel",
         "_cond",
         "_delivered",
-        "_delivering",
         "_done_waiters",
         "_failures",
         "_finished",
@@ -194,7 +157,6 @@ class Listener:
         "_initial_handled",
         "_loop",
         "_on_synced",
-        "_resume",
         "_started",
         "_stopped",
         "_task",
@@ -241,10 +203,6 @@ class Listener:
         self._waiter: asyncio.Future[None] | None = None
         self._inflight: concurrent.futures.Future[Any] | None = None
         self._done_waiters: list[asyncio.Future[None]] = []
-        # A coroutine handler that suspended during an eager delivery: (the
-        # coroutine, what it yielded, its notification), for the task to finish.
-        self._resume: tuple[Coroutine[Any, Any, Any], Any, Notification] | None = None
-        self._delivering = False
         # Written by the consumer only (one writer: no lock needed to count).
         self._initial_handled = 0
         self._delivered = 0
@@ -264,32 +222,13 @@ class Listener:
 
     def add_batch(self, notifications: list[Notification], initial_adds: int) -> None:
         """Buffer ``notifications`` in order, at once; ``initial_adds`` of them are
-        adds of the initial list. Never blocks on the handler.
-
-        Called on the loop of an idle task consumer (nothing buffered, nothing in
-        hand), it delivers them right here instead, eagerly: each coroutine
-        handler runs on the caller's stack until it returns or first suspends;
-        one that suspends is handed, with the rest, to the consumer task (see
-        :class:`_Resume`). Same order, same accounting, one task switch fewer
-        per batch, and each old object is released as soon as its handler is
-        done.
-        """
+        adds of the initial list. Never blocks on the handler."""
         with self._cond:
             if self._stopped:
                 return
             self._initial_added += initial_adds
-            eager = (
-                self._waiter is not None and not self._delivering and self._loop is _running_loop()
-            )
-            if not eager:
-                self.buffer.extend(notifications)
-                self._wake_locked()
-                return
-            self._delivering = True
-        try:
-            self._deliver_eagerly(notifications)
-        finally:
-            self._delivering = False
+            self.buffer.extend(notifications)
+            self._wake_locked()
 
     def add_initial(self, objects: Iterable[Any]) -> None:
         """Buffer an add belonging to the initial list for each object, all at once."""
@@ -459,11 +398,6 @@ class Listener:
         in_a_row = 0
         try:
             while True:
-                if self._resume is not None:
-                    coro, yielded, taken = self._resume
-                    self._resume = None
-                    await self._finish(_Resume(coro, yielded), taken)
-                    continue
                 try:
                     taken = buffer.popleft()
                 except IndexError:
@@ -489,9 +423,6 @@ class Listener:
                     in_a_row = 0
                     await asyncio.sleep(0)
         finally:
-            if self._resume is not None:  # stopped before it could be finished
-                self._resume[0].close()
-                self._resume = None
             self._mark_finished()
 
     async def _finish(self, awaitable: Awaitable[Any], taken: Notification) -> None:
@@ -514,45 +445,12 @@ class Listener:
         with self._cond:
             if self._stopped:
                 return False
-            if self.buffer or self._resume is not None:
+            if self.buffer:
                 return True
             fut: asyncio.Future[None] = loop.create_future()
             self._waiter = fut
         await fut
         return not self._stopped
-
-    def _deliver_eagerly(self, notifications: list[Notification]) -> None:
-        """Deliver ``notifications`` on the caller's stack (see :meth:`add_batch`);
-        the consumer task is parked meanwhile."""
-        functions = self._calls.functions
-        for position, taken in enumerate(notifications):
-            if self._stopped:
-                return
-            notification = self._route(taken)
-            if notification is not None:
-                kind, a, b = notification
-                fn = functions[kind]
-                if fn is None:
-                    self._delivered += 1
-                else:
-                    try:
-                        coro = fn(a) if kind == DELETE else fn(a, b)
-                        if not asyncio.iscoroutine(coro):
-                            coro = _await(coro)
-                        yielded = coro.send(None)
-                    except StopIteration:
-                        self._delivered += 1
-                    except (Exception, asyncio.CancelledError):
-                        self._log_failure(taken)
-                    else:
-                        # It suspended: the consumer task finishes it, then goes on
-                        # with the rest (ahead of anything buffered meanwhile).
-                        with self._cond:
-                            self._resume = (coro, yielded, taken)
-                            self.buffer.extendleft(reversed(notifications[position + 1 :]))
-                            self._wake_locked()
-                        return
-            self._count_if_initial(taken)
 
     # -- thread consumer (some method is a plain function) ----------------------------
 

@@ -104,8 +104,7 @@ class Processor:
         """
         with self._lock:
             targets = list(self._listeners.items())
-        # Outside the lock: a listener may deliver right away (a coroutine
-        # handler starting eagerly), and that handler may add or remove handlers.
+        # Outside the lock: adding to a buffer never needs the listener table.
         changes: list[Notification] | None = None
         for listener, syncing in targets:
             if syncing:

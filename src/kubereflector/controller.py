@@ -9,13 +9,9 @@ between many handlers.
 Event handlers implement :class:`ResourceEventHandler`. Each method may be a plain
 function or a coroutine function (and one handler may mix them): informers call
 plain methods on a worker thread of the handler's own, and await coroutine
-methods on the event loop, one notification at a time and in order. When a
-handler made only of coroutine methods is idle, a notification starts its
-method at once, inside the informer's own task (like an eager task), and the
-method moves to the handler's task only if it suspends; so code before its
-first ``await`` sees the informer's task as ``asyncio.current_task()``.
-Handlers must treat the objects they receive as immutable: they are the
-cache's own.
+methods on the event loop, in a task of the handler's own, one notification
+at a time and in order. Handlers must treat the objects they receive as
+immutable: they are the cache's own.
 """
 
 from __future__ import annotations

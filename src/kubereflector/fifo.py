@@ -236,9 +236,14 @@ class RealFIFO(BlockingQueue[Deltas]):
         if self._transformer is not None and type(obj) is not DeletedFinalStateUnknown:
             obj = self._transformer(obj)
         with self._lock:
-            if process_batch is not None and self._populated and not self._items:
-                # Nothing queued ahead, the initial list done (its count is 0 once
-                # nothing is queued): this is the delta the next pop would take.
+            if (
+                process_batch is not None
+                and self._populated
+                and not self._items
+                and self._initial_count == 0
+            ):
+                # Nothing queued ahead and the initial list processed: this is the
+                # delta the next pop would take.
                 process_batch(Deltas((Delta(delta_type, obj),)), False)
                 return
             self._populated = True

@@ -26,7 +26,6 @@ from kubereflector import (
     ListResult,
     ListWatch,
     Reflector,
-    ResourceEventHandlerFuncs,
     SharedIndexInformer,
     WatchEvent,
     _gc,
@@ -303,18 +302,22 @@ async def test_a_watch_list_cut_before_its_bookmark_closes_its_window() -> None:
     assert gc.get_threshold() == (700, 10, 10)  # cancelled: closed too
 
 
-# -- keeping watched objects young: each event is handled before the next is read ---
+# -- keeping watched objects young: each event is in the cache before the next is read
 
 
 @pytest.mark.asyncio
-async def test_each_event_reaches_a_coroutine_handler_before_the_next_is_read() -> None:
+async def test_each_event_is_in_the_cache_before_the_next_is_read() -> None:
     # Objects an informer holds while reading ahead survive young collections,
     # and once enough of them have, CPython runs full collections over the
-    # cache again and again. So, once synced, each watch event goes to the cache
-    # and to an idle coroutine handler before the Reflector takes the next one,
-    # and the object it replaced is released at once.
-    trace: list[str] = []
+    # cache again and again. So, once synced, each watch event is applied to
+    # the cache before the Reflector takes the next one from the stream.
     synced = asyncio.Event()
+    seen_when_read: list[str | None] = []
+    informer: SharedIndexInformer
+
+    def cached_rv() -> str | None:
+        obj = informer.indexer.get_by_key("default/p")
+        return None if obj is None else str(obj["metadata"]["resourceVersion"])
 
     async def list_pods(options: ListOptions) -> ListResult:
         raise AssertionError("a watch-list needs no list")
@@ -322,29 +325,23 @@ async def test_each_event_reaches_a_coroutine_handler_before_the_next_is_read() 
     async def events() -> AsyncIterator[WatchEvent]:
         yield bookmark("1", initial_end=True)  # an empty initial state
         await synced.wait()
-        for i in range(5):
-            trace.append(f"read {i}")
-            yield WatchEvent(MODIFIED, pod("p", str(i + 2)))
+        for rv in range(2, 7):
+            seen_when_read.append(cached_rv())
+            yield WatchEvent(MODIFIED, pod("p", str(rv)))
+        seen_when_read.append(cached_rv())
         await asyncio.Event().wait()  # then the stream stays open and silent
 
     @contextlib.asynccontextmanager
     async def watch_pods(options: ListOptions) -> AsyncIterator[AsyncIterator[WatchEvent]]:
         yield events()
 
-    async def on_update(old: Any, new: Any) -> None:
-        trace.append(f"handled {int(new['metadata']['resourceVersion']) - 2}")
-
-    async def on_add(obj: Any) -> None:
-        trace.append(f"handled {int(obj['metadata']['resourceVersion']) - 2}")
-
     informer = SharedIndexInformer(ListWatch(list_pods, watch_pods))
-    informer.add_event_handler(ResourceEventHandlerFuncs(on_add=on_add, on_update=on_update))
     task = asyncio.create_task(informer.run())
     try:
         await asyncio.wait_for(wait_for_cache_sync(informer), 5)
         synced.set()
         await settle()
-        assert trace == [step for i in range(5) for step in (f"read {i}", f"handled {i}")]
+        assert seen_when_read == [None, "2", "3", "4", "5", "6"]
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

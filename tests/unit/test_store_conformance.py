@@ -743,3 +743,83 @@ def test_thread_safe_store_index_func_error() -> None:
     assert store.list_keys() == ["k1"]
     assert store.get("k1") == {"v": "apple"}
     assert store.list_index_func_values("first") == ["a"]
+
+
+# -- swap (Cache.swap, ThreadSafeStore.swap) ------------------------------------------
+
+
+def test_swap_stores_the_object_and_returns_the_one_it_replaced(store: Store) -> None:
+    assert isinstance(store, Cache)
+    first, second = pod("a", rv="1"), pod("a", rv="2")
+    assert store.swap(first) is None
+    assert store.get_by_key("default/a") is first
+    assert store.swap(second) is first
+    assert store.get_by_key("default/a") is second
+    assert store.list_keys() == ["default/a"]
+    assert store.last_store_sync_resource_version() == ""
+
+
+def test_swap_moves_index_entries_exactly_as_update_does(make_indexer: IndexerFactory) -> None:
+    swapped, updated = make_indexer(dict(INDEXERS)), make_indexer(dict(INDEXERS))
+    assert isinstance(swapped, Cache)
+    writes = [
+        pod("a", app="web", tags=("x", "y")),
+        pod("b", "other", app="web"),
+        pod("a", app="api", tags=("y", "z")),
+        pod("b", "other"),
+        pod("a", app="api", tags=("y", "z"), rv="2"),
+    ]
+    for obj in writes:
+        swapped.swap(obj)
+        updated.update(obj)
+        assert snapshot(swapped) == snapshot(updated)
+        assert_indexes_exact(swapped)
+    assert swapped.index_keys("app", "web") == []
+    assert swapped.index_keys("app", "api") == ["default/a"]
+
+
+@pytest.mark.parametrize("name", ["a", "new"])
+def test_swap_index_func_error_leaves_store_unchanged(fragile: Indexer, name: str) -> None:
+    assert isinstance(fragile, Cache)
+    before = snapshot(fragile)
+    with pytest.raises(IndexFuncError, match=f"'default/{name}'") as info:
+        fragile.swap(explosive(name, tags=("z",)))
+    assert isinstance(info.value.__cause__, Boom)
+    assert snapshot(fragile) == before
+    assert_indexes_exact(fragile)
+
+
+def test_swap_key_func_error_changes_nothing(store: Store) -> None:
+    assert isinstance(store, Cache)
+    a = pod("a")
+    store.add(a)
+    with pytest.raises(KeyFuncError):
+        store.swap({"kind": "Pod", "metadata": {"namespace": "default"}})
+    assert store.list_keys() == ["default/a"]
+    assert store.get_by_key("default/a") is a
+
+
+@pytest.mark.parametrize("indexers", [{}, {"first": first_letter}], ids=["plain", "indexed"])
+def test_thread_safe_store_swap(indexers: Indexers) -> None:
+    store = ThreadSafeStore(indexers)
+    apple, banana = {"v": "apple"}, {"v": "banana"}
+    assert store.swap("k1", apple) is None
+    assert store.swap("k1", banana) is apple
+    assert store.get("k1") is banana
+    assert store.list_keys() == ["k1"]
+    if indexers:
+        assert store.list_index_func_values("first") == ["b"]
+        assert store.index_keys("first", "b") == ["k1"]
+
+
+def test_thread_safe_store_swap_index_func_error() -> None:
+    store = ThreadSafeStore({"first": first_letter})
+    apple = {"v": "apple"}
+    store.add("k1", apple)
+    with pytest.raises(IndexFuncError, match="'k1'"):
+        store.swap("k1", {"no-v": 1})
+    with pytest.raises(IndexFuncError, match="'k2'"):
+        store.swap("k2", {"no-v": 1})
+    assert store.list_keys() == ["k1"]
+    assert store.get("k1") is apple
+    assert store.index_keys("first", "a") == ["k1"]

@@ -9,8 +9,10 @@ This is the hot path of every informer, so it is written for throughput:
   chunk is scanned once, so a 1.5 MB object arriving in 1,000 pieces costs
   linear time (no line-length limit, no quadratic buffering);
 * the event loop gets a turn (``await asyncio.sleep(0)``) after roughly
-  :data:`YIELD_COST` bytes' worth of events, so a multi-megabyte chunk does
-  not hold it; otherwise there is no ``await`` per event.
+  :data:`YIELD_COST` bytes' worth of events (a few Pods), so a multi-megabyte
+  chunk does not hold it and the handlers on other tasks keep up (which keeps
+  the garbage collector's work small, see :data:`YIELD_COST`); otherwise there
+  is no ``await`` per event.
 
 A line that does not decode, or a stream that ends inside a line, raises
 :class:`~kubereflector.errors.DecodeError` naming the URL, the byte offset and
@@ -43,19 +45,19 @@ with 100-byte events any batch of 4 KiB or more gave ~0.73 (per-event
 ``WatchEvent`` and async-iteration costs) and one line at a time 0.45.
 """
 
-YIELD_COST: Final = 256 * 1024
+YIELD_COST: Final = 16 * 1024
 """The loop is yielded to after this much work: bytes decoded + EVENT_COST per event.
 
-About 45 Pods of ~5 KB, or ~1 ms of decoding: long enough that the loop turn
-costs little per event, short enough that a multi-megabyte chunk does not
-hold the loop. Informers do not run ahead of their consumers meanwhile: the
-Reflector's writes are processed at once and coroutine handlers start at once
-(see :class:`~kubereflector.RealFIFO` ``process_or_queue`` and the listeners),
-so each replaced object is released before the next event is decoded. (When
-they were handed over through tasks instead, 256 KiB let ~45 Pods' objects
-survive young collections per turn: 27 full collections over the cache in
-20,000 events; 16 KiB was then the best setting.) Measured in
-``benchmarks/informers.py`` and ``benchmarks/watch_stream.py``.
+Small on purpose (every 2-3 Pods of ~5 KB, every ~14 small events): an
+informer applies each event to its cache as it is read, but its handlers run
+on other tasks (or threads), and the objects those notifications hold stay
+alive until they run. With 256 KiB (~45 Pods ahead) enough of them survived
+young collections that CPython ran 27 full collections over the cache during
+20,000 MODIFIED events into a SharedIndexInformer with an ``async def``
+handler; with 16 KiB it ran one. The price: a Reflector writing straight into
+a store, with nothing to hand over, is 5-9% slower on ~5 KB events (one more
+loop turn per 2-3 events). See ``benchmarks/informers.py`` and
+``benchmarks/watch_stream.py``.
 """
 
 EVENT_COST: Final = 1024
