@@ -413,30 +413,23 @@ class Listener:
                     fn = functions[kind]
                     if fn is None:
                         self._delivered += 1
-                        self._count_if_initial(taken)
                     else:
-                        await self._finish(fn(a) if kind == DELETE else fn(a, b), taken)
-                else:
-                    self._count_if_initial(taken)
+                        try:
+                            await (fn(a) if kind == DELETE else fn(a, b))
+                            self._delivered += 1
+                        except asyncio.CancelledError:
+                            if self._cancel or _being_cancelled():
+                                raise
+                            self._log_failure(taken)
+                        except Exception:
+                            self._log_failure(taken)
+                self._count_if_initial(taken)
                 in_a_row += 1
                 if in_a_row >= _YIELD_EVERY:  # handlers that never suspend: share the loop
                     in_a_row = 0
                     await asyncio.sleep(0)
         finally:
             self._mark_finished()
-
-    async def _finish(self, awaitable: Awaitable[Any], taken: Notification) -> None:
-        """Await a handler call for ``taken``, logging and counting its outcome."""
-        try:
-            await awaitable
-            self._delivered += 1
-        except asyncio.CancelledError:
-            if self._cancel or _being_cancelled():
-                raise
-            self._log_failure(taken)
-        except Exception:
-            self._log_failure(taken)
-        self._count_if_initial(taken)
 
     async def _wait_async(self) -> bool:
         """Wait for something to deliver; ``False`` once stopped."""

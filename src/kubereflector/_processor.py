@@ -3,9 +3,9 @@
 client-go's ``sharedProcessor``: it keeps the listeners with, for each, whether
 it takes part in the current resync; ``distribute`` appends a batch of
 notifications to the buffer of every listener (resync updates: of the syncing
-ones only), and never waits for a handler. ``should_resync`` is what the Reflector asks before
-each periodic resync: it marks the listeners whose resync is due and moves
-their next resync on.
+ones only), and never waits for a handler. ``should_resync`` is what the
+Reflector asks before each periodic resync: it marks the listeners whose
+resync is due and moves their next resync on.
 
 Thread-safety: every method may be called from any thread; one lock guards the
 listener table (listeners' resync fields included).

@@ -261,16 +261,13 @@ def _filter_route(accept: Callable[[Any], bool], inner: Route | None) -> Route:
     def route(n: Notification) -> Notification | None:
         kind, a, b = n
         if kind == UPDATE:
-            newer = accept(b)
-            older = accept(a)
-            if newer and older:
-                pass
-            elif newer:
-                n = (ADD, b, False)
-            elif older:
-                n = (DELETE, a, None)
-            else:
+            newer, older = accept(b), accept(a)
+            if not (newer or older):
                 return None
+            if not older:
+                n = (ADD, b, False)
+            elif not newer:
+                n = (DELETE, a, None)
         elif not accept(a):
             return None
         return n if inner is None else inner(n)

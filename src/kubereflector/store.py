@@ -157,22 +157,15 @@ class ThreadSafeStore:
 
     def update(self, key: str, obj: Any) -> None:
         """Store ``obj`` under ``key``, moving its index entries as its values change."""
-        with self._lock:
-            old = self._items.get(key)
-            changes = self._index_changes(key, old, obj)
-            self._items[key] = obj
-            self._apply_index_changes(key, changes)
+        self.swap(key, obj)
 
     def swap(self, key: str, obj: Any) -> Any | None:
         """Like :meth:`update`, returning the object ``key`` held before (``None``: none)."""
         with self._lock:
             old = self._items.get(key)
-            if self._indexers:
-                changes = self._index_changes(key, old, obj)
-                self._items[key] = obj
-                self._apply_index_changes(key, changes)
-            else:
-                self._items[key] = obj
+            changes = self._index_changes(key, old, obj)
+            self._items[key] = obj
+            self._apply_index_changes(key, changes)
             return old
 
     def delete(self, key: str) -> None:
