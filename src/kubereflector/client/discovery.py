@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import ApiError, NotFoundError
+from .paths import quote_segment, validate_name, validate_namespace, validate_path_segment
 
 if TYPE_CHECKING:
     from .rest import Client
@@ -75,12 +76,34 @@ class ResourceInfo:
         """The collection's path: ``/api/v1/namespaces/{ns}/pods``, ``/apis/apps/v1/deployments``.
 
         ``namespace`` is used only for namespaced resources; ``None`` or ``""``
-        means all namespaces.
+        means all namespaces. Raises ``ValueError`` for a namespace that is not
+        a DNS-1123 label (it would rewrite the path).
         """
-        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        root = (
+            f"/apis/{quote_segment(self.group)}/{quote_segment(self.version)}"
+            if self.group
+            else f"/api/{quote_segment(self.version)}"
+        )
+        resource = quote_segment(self.resource)
         if namespace and self.namespaced:
-            return f"{root}/namespaces/{namespace}/{self.resource}"
-        return f"{root}/{self.resource}"
+            return f"{root}/namespaces/{validate_namespace(namespace)}/{resource}"
+        return f"{root}/{resource}"
+
+    def object_path(self, namespace: str | None, name: str, subresource: str | None = None) -> str:
+        """One object's path (``.../namespaces/{ns}/pods/{name}[/{subresource}]``).
+
+        A namespaced resource needs ``namespace``; a cluster-scoped one ignores
+        it. Raises ``ValueError`` naming the bad value when the namespace is
+        missing or invalid, or the name or subresource is not one path segment.
+        """
+        if self.namespaced and not namespace:
+            raise ValueError(
+                f"{self.qualified_name} is namespaced: a namespace is needed for {name!r}"
+            )
+        path = f"{self.api_path(namespace)}/{quote_segment(validate_name(name))}"
+        if subresource:
+            path += "/" + quote_segment(validate_path_segment(subresource, "subresource"))
+        return path
 
     def supports(self, verb: str) -> bool:
         """Whether discovery lists ``verb`` (``list``, ``watch``, ...) for this resource.

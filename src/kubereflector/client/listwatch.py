@@ -10,6 +10,7 @@ from types import TracebackType
 from ..errors import ApiError
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from .discovery import ResourceInfo
+from .paths import validate_namespace
 from .rest import Client
 
 __all__ = ["ResourceListWatch"]
@@ -33,6 +34,7 @@ class ResourceListWatch:
 
     ``namespace`` limits a namespaced resource to one namespace (``None``: all
     namespaces); it is ignored for cluster-scoped resources, as kubectl does.
+    A namespace that is not a DNS-1123 label raises ``ValueError`` here.
     ``label_selector`` and ``field_selector`` are fixed for this ListerWatcher;
     selectors in a call's ``ListOptions`` are ANDed with them (both sent,
     joined by ``,``). ``metadata_only`` asks the server for
@@ -65,7 +67,7 @@ class ResourceListWatch:
         metadata_only: bool = False,
     ) -> None:
         self.client = client
-        self.namespace = namespace or None
+        self.namespace = validate_namespace(namespace) if namespace else None
         self.label_selector = label_selector or ""
         self.field_selector = field_selector or ""
         self.metadata_only = metadata_only
