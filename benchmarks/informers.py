@@ -602,7 +602,7 @@ def memory_official(ctx: Ctx, method: str) -> dict[str, Any]:
 # -- 4. relist after a 410 -------------------------------------------------------------------
 
 
-async def relist_kubereflector(ctx: Ctx) -> dict[str, Any]:
+async def relist_kubereflector(ctx: Ctx, kind: str = "def") -> dict[str, Any]:
     from kubereflector import wait_for_cache_sync
     from kubereflector.backoff import Backoff
 
@@ -616,17 +616,21 @@ async def relist_kubereflector(ctx: Ctx) -> dict[str, Any]:
 
     Backoff.wait = wait  # type: ignore[method-assign]
     round_ = str(os.getpid())
-    handler = _Handler(marker=("bench/round", round_))
+    handler_class = _AsyncHandler if kind == "async" else _Handler
+    handler = handler_class(marker=("bench/round", round_))
     async with _informer(ctx, "bench", handler) as (informer, registration, _start):
         await wait_for_cache_sync(registration)
         gc.collect()
         before = rss_bytes()
-        with RssSampler() as sampler:
-            cpu = time.process_time()
-            start = time.perf_counter()
-            await _apost(f"{ctx.control}/expire?round={round_}")
-            await _wait_event(handler.done)
-            cpu = time.process_time() - cpu
+        with GcRecorder() as recorder:
+            with RssSampler() as sampler:
+                cpu = time.process_time()
+                start = time.perf_counter()
+                await _apost(f"{ctx.control}/expire?round={round_}")
+                await _wait_event(handler.done)
+                cpu = time.process_time() - cpu
+            await _drained(registration)
+            after = _workload(recorder)
         stats = informer.stats()
     assert stats.relists == 1, stats
     wall = handler.marked_at - start
@@ -636,7 +640,18 @@ async def relist_kubereflector(ctx: Ctx) -> dict[str, Any]:
         "seconds": wall - waited[0],
         "cpu": cpu,
         "peak": sampler.peak - before,
+        **recorder.between(start, handler.marked_at),
+        **after,
     }
+
+
+async def _drained(registration: Any) -> None:
+    """Wait until the handler has taken every notification, and its consumer idles."""
+    for _ in range(600_000):
+        if not registration.pending:
+            break
+        await asyncio.sleep(0.001)
+    await asyncio.sleep(0.01)
 
 
 def relist_official(ctx: Ctx) -> dict[str, Any]:
@@ -665,15 +680,25 @@ def relist_official(ctx: Ctx) -> dict[str, Any]:
     time.sleep(0.5)  # let the watch open after the list
     gc.collect()
     before = rss_bytes()
-    with RssSampler() as sampler:
-        cpu = time.process_time()
-        start = time.perf_counter()
-        _post(f"{ctx.control}/expire?round={round_}")
-        done.wait(600)
-        cpu = time.process_time() - cpu
+    with GcRecorder() as recorder:
+        with RssSampler() as sampler:
+            cpu = time.process_time()
+            start = time.perf_counter()
+            _post(f"{ctx.control}/expire?round={round_}")
+            done.wait(600)
+            cpu = time.process_time() - cpu
+        after = _workload(recorder)
     wall = marked[0] - start
     peak = sampler.peak - before
-    return {"wall": wall, "backoff": 0.0, "seconds": wall, "cpu": cpu, "peak": peak}
+    return {
+        "wall": wall,
+        "backoff": 0.0,
+        "seconds": wall,
+        "cpu": cpu,
+        "peak": peak,
+        **recorder.between(start, marked[0]),
+        **after,
+    }
 
 
 async def relist_bare(ctx: Ctx) -> dict[str, Any]:
@@ -693,17 +718,27 @@ async def relist_bare(ctx: Ctx) -> dict[str, Any]:
             store = await list_all()
         gc.collect()
         before = rss_bytes()
-        with RssSampler() as sampler:
-            cpu = time.process_time()
-            start = time.perf_counter()
-            with _gc_tuned():
-                store = await list_all()
-            end = time.perf_counter()
-            cpu = time.process_time() - cpu
+        with GcRecorder() as recorder:
+            with RssSampler() as sampler:
+                cpu = time.process_time()
+                start = time.perf_counter()
+                with _gc_tuned():
+                    store = await list_all()
+                end = time.perf_counter()
+                cpu = time.process_time() - cpu
+            after = _workload(recorder)
     assert len(store) == ctx.pods
     wall = end - start
     peak = sampler.peak - before
-    return {"wall": wall, "backoff": 0.0, "seconds": wall, "cpu": cpu, "peak": peak}
+    return {
+        "wall": wall,
+        "backoff": 0.0,
+        "seconds": wall,
+        "cpu": cpu,
+        "peak": peak,
+        **recorder.between(start, end),
+        **after,
+    }
 
 
 # -- the cases ----------------------------------------------------------------------------------
@@ -726,6 +761,7 @@ CASES: dict[str, Callable[[Ctx], Any]] = {
     "watch-official": watch_official,
     "relist-bare": relist_bare,
     "relist-kubereflector": relist_kubereflector,
+    "relist-kubereflector-async": lambda ctx: relist_kubereflector(ctx, "async"),
     "relist-official": relist_official,
 }
 for _method in ("tracemalloc", "rss"):
@@ -735,9 +771,6 @@ for _method in ("tracemalloc", "rss"):
         CASES[f"memory-{_variant}-{_method}"] = lambda ctx, v=_variant, m=_method: (
             memory_kubereflector(ctx, v, m)
         )
-
-# Which value of a case's result decides its best run: higher is better for rates.
-_HIGHER_IS_BETTER = {"rate"}
 
 
 def run_case(case: str, ctx: Ctx) -> dict[str, Any]:
@@ -786,25 +819,28 @@ class Runner:
         result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
         return result
 
-    def best_of(self, cases: list[str], repeat: int) -> None:
-        """Run each case ``repeat`` times, interleaved, keeping each one's best run."""
+    def median_of(self, cases: list[str], repeat: int) -> None:
+        """Run each case ``repeat`` times, interleaved, keeping each one's median run
+        (the run whose deciding figure is the median; every run is printed)."""
+        runs: dict[str, list[dict[str, Any]]] = {case: [] for case in cases}
         for _ in range(repeat):
             for case in cases:
-                self._keep(case, self.run(case))
+                runs[case].append(self.run(case))
         for case in cases:
-            shown = {k: round(v, 4) for k, v in self.results[case].items()}
-            print(f"  {case}: {shown}", file=sys.stderr, flush=True)
+            ordered = sorted(runs[case], key=lambda res: res[_decider(res)])
+            self.results[case] = median = ordered[(len(ordered) - 1) // 2]
+            decider = _decider(median)
+            every = ", ".join(f"{res[decider]:.4g}" for res in runs[case])
+            shown = {k: round(v, 4) for k, v in median.items()}
+            print(f"  {case}: {decider} [{every}] -> median {shown}", file=sys.stderr, flush=True)
 
-    def _keep(self, case: str, result: dict[str, Any]) -> None:
-        best = self.results.get(case)
-        if "rate" in result:
-            better = best is None or result["rate"] > best["rate"]
-        elif "seconds" in result:
-            better = best is None or result["seconds"] < best["seconds"]
-        else:
-            better = best is None or result["per_object"] < best["per_object"]
-        if better:
-            self.results[case] = result
+
+def _decider(result: dict[str, Any]) -> str:
+    """The figure of a case's result that orders its runs."""
+    for name in ("rate", "seconds", "per_object"):
+        if name in result:
+            return name
+    raise KeyError(f"no rate, seconds or per_object in {sorted(result)}")
 
 
 @contextlib.contextmanager
@@ -876,9 +912,9 @@ def main() -> None:
         runner = Runner(args, ctx)
         n, slow = args.repeat, args.official_repeat
         if args.only:
-            runner.best_of(_only(args.only), n)
+            runner.median_of(_only(args.only), n)
             return
-        runner.best_of(
+        runner.median_of(
             [
                 "sync-bare-list",
                 "sync-bare-watchlist",
@@ -890,8 +926,8 @@ def main() -> None:
             ],
             n,
         )
-        runner.best_of(["sync-official"], slow)
-        runner.best_of(
+        runner.median_of(["sync-official"], slow)
+        runner.median_of(
             [
                 "watch-bare",
                 "watch-kubereflector",
@@ -900,10 +936,10 @@ def main() -> None:
             ],
             n,
         )
-        runner.best_of(["watch-official"], slow)
-        runner.best_of([c for c in CASES if c.startswith("memory-")], 1)
-        runner.best_of(["relist-bare", "relist-kubereflector"], n)
-        runner.best_of(["relist-official"], 1)
+        runner.median_of(["watch-official"], slow)
+        runner.median_of([c for c in CASES if c.startswith("memory-")], 1)
+        runner.median_of(["relist-bare", "relist-kubereflector"], n)
+        runner.median_of(["relist-official"], 1)
     print_tables(runner.results, args)
 
 

@@ -23,7 +23,7 @@ from .controller import (
 )
 
 # -- delta_fifo.py --
-from .delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType, TransformFunc
+from .delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType, ReplacedAllInfo, TransformFunc
 
 # -- errors.py --
 from .errors import (
@@ -207,6 +207,7 @@ __all__ = [
     "ReflectorStats",
     "ReflectorStore",
     "Registration",
+    "ReplacedAllInfo",
     "ResourceEventHandler",
     "ResourceEventHandlerDetailedFuncs",
     "ResourceEventHandlerFuncs",

@@ -1,8 +1,13 @@
 """Keeping the collector's full collections out of bulk syncs (private).
 
-What: :func:`defer_full_collections` is a context manager for a *bulk sync*
-(a full list, or the initial events of a watch-list, up to the store's
-``replace``). While at least one is open, in any thread, the threshold of the
+What: :func:`defer_full_collections` is a context manager for a *bulk sync*.
+Three owners open one, each for its part of a list or relist, overlapping so
+that there is no gap between them: the Reflector (the list, or a watch-list's
+initial events, up to the store's ``replace``), the Controller (from that
+``replace`` until its queue is drained) and each handler's listener (while the
+notifications of a list or relist are buffered, until its handler has taken
+them all; they hold the objects the relist replaced). While at least one is
+open, in any thread, the threshold of the
 collector's oldest generation is raised, so CPython does not run *full*
 collections; young collections (generations 0 and 1) run as usual, so cyclic
 garbage made meanwhile is still found while it is young. When the last one

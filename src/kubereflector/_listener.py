@@ -46,6 +46,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
+from ._gc import defer_full_collections
 from .keys import deletion_handling_meta_namespace_key_func
 
 __all__ = ["ADD", "DELETE", "UPDATE", "Calls", "Listener", "Notification", "Route"]
@@ -144,6 +145,7 @@ class Listener:
 
     __slots__ = (
         "__weakref__",
+        "_bulk_window",
         "_calls",
         "_cancel",
         "_cond",
@@ -203,6 +205,8 @@ class Listener:
         self._waiter: asyncio.Future[None] | None = None
         self._inflight: concurrent.futures.Future[Any] | None = None
         self._done_waiters: list[asyncio.Future[None]] = []
+        # Open while a bulk (a relist's notifications) is buffered; see add_batch.
+        self._bulk_window: contextlib.ExitStack | None = None
         # Written by the consumer only (one writer: no lock needed to count).
         self._initial_handled = 0
         self._delivered = 0
@@ -220,20 +224,40 @@ class Listener:
 
     # -- producer side ------------------------------------------------------------
 
-    def add_batch(self, notifications: list[Notification], initial_adds: int) -> None:
+    def add_batch(
+        self, notifications: list[Notification], initial_adds: int, *, bulk: bool = False
+    ) -> None:
         """Buffer ``notifications`` in order, at once; ``initial_adds`` of them are
-        adds of the initial list. Never blocks on the handler."""
+        adds of the initial list. Never blocks on the handler.
+
+        ``bulk``: they are a whole list or relist. Until the consumer has handled
+        every buffered notification, the collector's full collections are then
+        deferred (:func:`~kubereflector._gc.defer_full_collections`): the
+        notifications hold the objects the list replaced, so a full collection
+        while they are buffered would traverse the old and the new cache, and
+        one after them only the new (the window closes at the latest when the
+        listener stops)."""
         with self._cond:
             if self._stopped:
                 return
             self._initial_added += initial_adds
             self.buffer.extend(notifications)
+            if bulk and notifications and self._bulk_window is None:
+                window = contextlib.ExitStack()
+                window.enter_context(defer_full_collections())
+                self._bulk_window = window
             self._wake_locked()
 
     def add_initial(self, objects: Iterable[Any]) -> None:
         """Buffer an add belonging to the initial list for each object, all at once."""
         notifications = [(ADD, obj, True) for obj in objects]
         self.add_batch(notifications, len(notifications))
+
+    def _end_bulk_locked(self) -> None:
+        """Close the bulk window, if open (the buffer is empty, or the listener stopped)."""
+        window, self._bulk_window = self._bulk_window, None
+        if window is not None:
+            window.close()
 
     def _wake_locked(self) -> None:
         if self._idle:
@@ -310,6 +334,7 @@ class Listener:
         with self._cond:
             self._stopped = True
             self.buffer.clear()
+            self._end_bulk_locked()
             if cancel:
                 self._cancel = True
             self._cond.notify_all()
@@ -440,6 +465,7 @@ class Listener:
                 return False
             if self.buffer:
                 return True
+            self._end_bulk_locked()
             fut: asyncio.Future[None] = loop.create_future()
             self._waiter = fut
         await fut
@@ -459,6 +485,7 @@ class Listener:
                 except IndexError:
                     with cond:
                         while not buffer and not self._stopped:
+                            self._end_bulk_locked()
                             self._idle = True
                             cond.wait()
                         self._idle = False

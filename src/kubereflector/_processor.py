@@ -92,9 +92,12 @@ class Processor:
         listener.stop()
         return True
 
-    def distribute(self, notifications: list[Notification], initial_adds: int) -> None:
+    def distribute(
+        self, notifications: list[Notification], initial_adds: int, *, bulk: bool = False
+    ) -> None:
         """Buffer ``notifications`` (in order; ``initial_adds`` of them are adds of
-        the initial list) for every listener.
+        the initial list; ``bulk``: those of a whole list or relist, see
+        :meth:`Listener.add_batch`) for every listener.
 
         An update whose resourceVersion did not change (a periodic resync, or a
         relist of an unchanged object) goes only to the listeners taking part in
@@ -108,12 +111,12 @@ class Processor:
         changes: list[Notification] | None = None
         for listener, syncing in targets:
             if syncing:
-                listener.add_batch(notifications, initial_adds)
+                listener.add_batch(notifications, initial_adds, bulk=bulk)
                 continue
             if changes is None:
                 changes = [n for n in notifications if not _is_sync(n)]
             if changes:
-                listener.add_batch(changes, initial_adds)
+                listener.add_batch(changes, initial_adds, bulk=bulk)
 
     def should_resync(self) -> bool:
         """Mark the listeners whose resync is due; whether there is any."""

@@ -21,16 +21,16 @@ import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from typing import Any, Final, Protocol, runtime_checkable
 
 from ._gc import defer_full_collections
 from ._listener import ADD, DELETE, UPDATE, Calls, Listener, Notification, Route
 from ._sync import SyncSignal
 from .backoff import Backoff, Clock
-from .delta_fifo import DeltaType, TransformFunc
+from .delta_fifo import DeltaType, ReplacedAllInfo, TransformFunc
 from .fifo import RealFIFO
-from .keys import deletion_handling_meta_namespace_key_func
+from .keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key_func
 from .listwatch import ListerWatcher
 from .queue import PopProcessFunc, Queue, QueueClosed
 from .reflector import Reflector, WatchErrorHandler
@@ -291,11 +291,15 @@ def _apply_deltas(
 
     Sync, Replaced, Added and Updated store the object: ``(UPDATE, old, new)``
     if the cache held it, else ``(ADD, new, is_in_initial_list)``. Deleted
-    removes it: ``(DELETE, obj, None)``. A delta the cache refuses (an index
-    function raising) is logged with its key and leaves no notification; the
-    others are applied all the same.
+    removes it: ``(DELETE, obj, None)``. ReplacedAll swaps the whole content
+    (see :func:`_apply_replaced_all`); SyncAll re-announces every cached object
+    as ``(UPDATE, obj, obj)``. A delta the cache refuses (an index function
+    raising) is logged with its key and leaves no notification; the others are
+    applied all the same.
     """
     deleted = DeltaType.DELETED
+    replaced_all = DeltaType.REPLACED_ALL
+    sync_all = DeltaType.SYNC_ALL
     append = notifications.append
     swap = cache.swap
     initial_adds = 0
@@ -304,6 +308,14 @@ def _apply_deltas(
             if delta_type is deleted:
                 cache.delete(obj)
                 append((DELETE, obj, None))
+                continue
+            if delta_type is replaced_all:
+                initial_adds += _apply_replaced_all(
+                    cache, obj, is_in_initial_list, notifications, name
+                )
+                continue
+            if delta_type is sync_all:
+                notifications.extend([(UPDATE, cached, cached) for cached in cache.list()])
                 continue
             old = swap(obj)
             if old is not None:
@@ -316,6 +328,59 @@ def _apply_deltas(
                 "%s: could not apply a %s delta of %s", name, delta_type, _describe_item(obj)
             )
     return initial_adds
+
+
+def _apply_replaced_all(
+    cache: Cache,
+    info: ReplacedAllInfo,
+    is_in_initial_list: bool,
+    notifications: list[Notification],
+    name: str,
+) -> int:
+    """Make ``info.objects`` the whole content of ``cache`` in one swap, then
+    append the notifications (client-go's ``processReplacedAllInfo``): first
+    ``(DELETE, DeletedFinalStateUnknown(key, old), None)`` for each key that is
+    gone, then, in list order, ``(UPDATE, old, new)`` for a key the cache held
+    and ``(ADD, new, is_in_initial_list)`` for a new one. The cache holds the
+    whole new list before any handler hears of it. Objects without a key or
+    refused by an index function are logged and left out; the rest is applied.
+    Returns how many of the notifications are adds of the initial list.
+    """
+    try:
+        replaced, removed = cache.swap_all(info.objects, info.resource_version)
+    except Exception:
+        objects = _acceptable(cache, info.objects, name)
+        replaced, removed = cache.swap_all(objects, info.resource_version)
+    notifications.extend(
+        [(DELETE, DeletedFinalStateUnknown(key, old), None) for key, old in removed]
+    )
+    notifications.extend(
+        [
+            (ADD, new, is_in_initial_list) if old is None else (UPDATE, old, new)
+            for new, old in replaced
+        ]
+    )
+    if not is_in_initial_list:
+        return 0
+    return sum(1 for _new, old in replaced if old is None)
+
+
+def _acceptable(cache: Cache, objects: list[Any], name: str) -> list[Any]:
+    """The objects the cache accepts: each one whose key and index values can be
+    computed (the others are logged)."""
+    key_func = cache.key_func
+    indexers = cache.get_indexers()
+    accepted = []
+    for obj in objects:
+        try:
+            key_func(obj)
+            for index_func in indexers.values():
+                index_func(obj)
+        except Exception:
+            logger.exception("%s: could not apply %s of a relist", name, _describe_item(obj))
+            continue
+        accepted.append(obj)
+    return accepted
 
 
 # -- Controller -------------------------------------------------------------------------
@@ -386,7 +451,7 @@ class Controller:
         self._stopped = False
         self._synced_seen = False
         self._sync_signal = SyncSignal()
-        # Open from the first replace until its deltas are processed (see _after_replace).
+        # Open from each replace until the queue is drained (see _after_replace).
         self._gc_window = contextlib.ExitStack()
         self._deferring = False
 
@@ -460,6 +525,9 @@ class Controller:
             except QueueClosed:
                 return
             self._check_synced()
+            if self._deferring and _is_drained(queue):
+                self._deferring = False
+                self._gc_window.close()
             if in_a_row >= _YIELD_EVERY:
                 in_a_row = 0
                 await asyncio.sleep(0)
@@ -468,15 +536,15 @@ class Controller:
         """Wake sync waiters the first time the queue reports synced."""
         if not self._synced_seen and self._queue.has_synced():
             self._synced_seen = True
-            self._gc_window.close()
             self._sync_signal.notify()
 
     def _after_replace(self) -> None:
-        """After the Reflector's ``replace``: the initial list is a bulk sync until
-        its deltas have been processed, so the collector's full collections stay
-        deferred until then (the Reflector's own window ends at the replace);
-        an empty initial list syncs at once."""
-        if not self._synced_seen and not self._deferring and not self._queue.has_synced():
+        """After the Reflector's ``replace`` (a list or a relist): the new objects
+        are a bulk until the queue has been drained of them, so the collector's
+        full collections stay deferred until then (the Reflector's own window
+        ends at the replace; see :mod:`kubereflector._gc`); a queue that took
+        nothing (an empty initial list in a per-object queue) syncs at once."""
+        if not self._deferring and not _is_drained(self._queue):
             self._gc_window.enter_context(defer_full_collections())
             self._deferring = True
         self._check_synced()
@@ -497,6 +565,13 @@ class Controller:
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "running" if self._started else "new"
         return f"<Controller {self.name} {state} synced={self.has_synced()}>"
+
+
+def _is_drained(queue: Queue) -> bool:
+    """Whether ``queue`` holds nothing to pop."""
+    if isinstance(queue, Sized):
+        return not len(queue)
+    return not queue.list_keys()
 
 
 class _QueueWriter:
@@ -593,7 +668,8 @@ class _InformerController(Controller):
         initial_adds = _apply_deltas(
             self._store, deltas, is_in_initial_list, notifications, self.name
         )
-        self._listener.add_batch(notifications, initial_adds)
+        bulk = deltas[0].type is DeltaType.REPLACED_ALL  # always alone in its batch
+        self._listener.add_batch(notifications, initial_adds, bulk=bulk)
 
     async def run(self) -> None:
         if self._started:
@@ -616,7 +692,7 @@ def _informer(
     clock: Clock | None,
 ) -> Controller:
     return _InformerController(
-        RealFIFO(known_objects=store, transformer=transform),
+        RealFIFO(transformer=transform, atomic=True),
         lister_watcher,
         expected_kind=expected_kind,
         full_resync_period=resync_period,

@@ -29,7 +29,7 @@ from ._wakeup import BlockingQueue
 from .keys import DeletedFinalStateUnknown, KeyFunc, KeyFuncError, meta_namespace_key_func
 from .store import KeyListerGetter
 
-__all__ = ["Delta", "DeltaFIFO", "DeltaType", "Deltas", "TransformFunc"]
+__all__ = ["Delta", "DeltaFIFO", "DeltaType", "Deltas", "ReplacedAllInfo", "TransformFunc"]
 
 _log = logging.getLogger("kubereflector.delta_fifo")
 
@@ -56,6 +56,13 @@ class DeltaType(str, Enum):
     """From a relist (``replace``); whether the object changed is unknown."""
     SYNC = "Sync"
     """From a periodic ``resync`` (or a relist when Replaced is not emitted)."""
+    REPLACED_ALL = "ReplacedAll"
+    """A whole relist in one delta (an atomic :class:`~kubereflector.RealFIFO`):
+    its object is a :class:`ReplacedAllInfo`."""
+    SYNC_ALL = "SyncAll"
+    """A whole periodic resync in one delta (an atomic
+    :class:`~kubereflector.RealFIFO`): its object is ``None``; every object of the
+    consumer's store is to be re-announced."""
 
     def __str__(self) -> str:
         return str(self.value)
@@ -77,6 +84,14 @@ class Delta(NamedTuple):
 
     type: DeltaType
     object: Any
+
+
+class ReplacedAllInfo(NamedTuple):
+    """The object of a :attr:`DeltaType.REPLACED_ALL` delta (client-go's
+    ``ReplacedAllInfo``): what one ``replace`` was given, transformer applied."""
+
+    resource_version: str
+    objects: list[Any]
 
 
 class Deltas(list[Delta]):

@@ -17,10 +17,10 @@ import builtins
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ._wakeup import BlockingQueue, pop_blocking, pop_nowait
-from .delta_fifo import Delta, Deltas, DeltaType, TransformFunc, _object_key
+from .delta_fifo import Delta, Deltas, DeltaType, ReplacedAllInfo, TransformFunc, _object_key
 from .keys import DeletedFinalStateUnknown, KeyFunc, meta_namespace_key_func
 from .store import KeyListerGetter
 
@@ -33,6 +33,8 @@ _UPDATED = DeltaType.UPDATED
 _DELETED = DeltaType.DELETED
 _REPLACED = DeltaType.REPLACED
 _SYNC = DeltaType.SYNC
+_REPLACED_ALL = DeltaType.REPLACED_ALL
+_SYNC_ALL = DeltaType.SYNC_ALL
 
 _DEFAULT_BATCH_SIZE = 1000
 """client-go's default upper bound on a RealFIFO batch."""
@@ -153,19 +155,32 @@ class RealFIFO(BlockingQueue[Deltas]):
     """A queue of every event, in arrival order (client-go's ``RealFIFO``).
 
     Each ``add``/``update``/``delete`` queues one :class:`Delta`; nothing is merged
-    or dropped. ``replace`` reconciles against what is queued and what the
-    consumer knows (``known_objects``, required): it queues, in this order,
+    or dropped. What ``replace`` and ``resync`` queue depends on the mode:
 
-    1. a Deleted tombstone for each key queued but absent from ``items``, unless
-       that key's last queued delta is already Deleted (the tombstone holds that
-       last queued object), in first-queued order;
-    2. a Deleted tombstone for each key of ``known_objects`` absent from
-       ``items`` and not queued (holding the known object);
-    3. a Replaced delta for each item, in order.
+    * **atomic** (``atomic=True``, client-go's ``AtomicFIFO``; what informers
+      use): ``replace`` queues a single ``ReplacedAll`` delta holding a
+      :class:`~kubereflector.ReplacedAllInfo` (the items, transformer applied,
+      and the resourceVersion), and ``resync`` a single ``SyncAll`` delta
+      (object ``None``). The consumer reconciles them against its own store
+      when it pops them: after everything queued before them, so a relist
+      costs one delta, not one per object. ``known_objects`` must not be given.
+    * **per object** (the default): ``replace`` reconciles against what is
+      queued and what the consumer knows (``known_objects``, required): it
+      queues, in this order,
 
-    ``resync`` queues a Sync delta for each known object whose key has nothing
-    queued. ``pop`` hands ``process`` a one-element :class:`Deltas`; ``pop_batch``
-    hands several consecutive deltas at once.
+      1. a Deleted tombstone for each key queued but absent from ``items``,
+         unless that key's last queued delta is already Deleted (the tombstone
+         holds that last queued object), in first-queued order;
+      2. a Deleted tombstone for each key of ``known_objects`` absent from
+         ``items`` and not queued (holding the known object);
+      3. a Replaced delta for each item, in order.
+
+      ``resync`` queues a Sync delta for each known object whose key has
+      nothing queued.
+
+    ``pop`` hands ``process`` a one-element :class:`Deltas`; ``pop_batch``
+    hands several consecutive deltas at once (a ``ReplacedAll`` or ``SyncAll``
+    always alone).
 
     A ``transformer`` runs on objects as they enter the queue, except on
     tombstones and Sync deltas. A key function or transformer error propagates
@@ -173,6 +188,7 @@ class RealFIFO(BlockingQueue[Deltas]):
     """
 
     __slots__ = (
+        "_atomic",
         "_initial_count",
         "_items",
         "_key_func",
@@ -187,21 +203,36 @@ class RealFIFO(BlockingQueue[Deltas]):
         key_func: KeyFunc = meta_namespace_key_func,
         known_objects: KeyListerGetter | None = None,
         transformer: TransformFunc | None = None,
+        *,
+        atomic: bool = False,
     ) -> None:
-        """``known_objects`` is required (raises :class:`TypeError` without it):
-        RealFIFO cannot detect deletions on ``replace`` nor resync without it."""
-        if known_objects is None:
+        """Raises :class:`TypeError` when ``known_objects`` is missing in per-object
+        mode (RealFIFO cannot detect deletions on ``replace`` nor resync without
+        it) or given in atomic mode (the consumer reconciles against its own store)."""
+        if atomic and known_objects is not None:
+            raise TypeError(
+                "an atomic RealFIFO takes no known_objects: its consumer reconciles "
+                "ReplacedAll and SyncAll deltas against its own store"
+            )
+        if not atomic and known_objects is None:
             raise TypeError("RealFIFO requires known_objects (the consumer's store)")
         self._key_func = key_func
         self._known = known_objects
         self._transformer = transformer
+        self._atomic = atomic
         super().__init__()
         self._items: deque[Delta] = deque()
-        # The key of each queued delta, in step with _items (computed once, on entry).
-        self._keys: deque[str] = deque()
+        # The key of each queued delta, in step with _items (computed once, on entry);
+        # None for a ReplacedAll or SyncAll delta (it has no key, and is never batched).
+        self._keys: deque[str | None] = deque()
         self._populated = False
         # Deltas queued by the first replace not yet popped; they lead the queue.
         self._initial_count = 0
+
+    @property
+    def atomic(self) -> bool:
+        """Whether ``replace`` and ``resync`` queue one delta each (see the class docstring)."""
+        return self._atomic
 
     @property
     def transformer(self) -> TransformFunc | None:
@@ -272,7 +303,8 @@ class RealFIFO(BlockingQueue[Deltas]):
 
     def replace(self, items: list[Any], resource_version: str = "") -> None:
         """Queue the outcome of a relist; see the class docstring for what is
-        queued and in which order. ``resource_version`` is unused.
+        queued and in which order. ``resource_version`` is carried by an atomic
+        queue's ``ReplacedAll`` delta (and unused otherwise).
 
         The first ``replace`` (unless an add/update/delete came before) defines the
         initial list: :meth:`has_synced` turns true once every delta it queued has
@@ -286,10 +318,17 @@ class RealFIFO(BlockingQueue[Deltas]):
             items = [
                 obj if type(obj) is DeletedFinalStateUnknown else transformer(obj) for obj in items
             ]
+        if self._atomic:
+            info = ReplacedAllInfo(resource_version, list(items))
+            self._queue_whole(Delta(_REPLACED_ALL, info))
+            return
         new_keys = set(item_keys)
+        assert self._known is not None
         with self._lock:
             # Key -> its last queued delta; a dict keeps first-queued key order.
-            last_queued = dict(zip(self._keys, self._items, strict=True))
+            # (Per-object mode: every queued delta has a key.)
+            keys = cast("deque[str]", self._keys)
+            last_queued = dict(zip(keys, self._items, strict=True))
             additions: list[Delta] = []
             addition_keys: list[str] = []
             for key, delta in last_queued.items():
@@ -317,9 +356,25 @@ class RealFIFO(BlockingQueue[Deltas]):
             if self._waiters:
                 self._waiters.wake(len(additions))
 
+    def _queue_whole(self, delta: Delta) -> None:
+        """Queue a ReplacedAll or SyncAll delta (atomic mode)."""
+        with self._lock:
+            self._items.append(delta)
+            self._keys.append(None)
+            if not self._populated and delta.type is _REPLACED_ALL:
+                self._populated = True
+                self._initial_count = len(self._items)
+            if self._waiters:
+                self._waiters.wake()
+
     def resync(self) -> None:
         """Queue a Sync delta for every object of ``known_objects`` whose key has
-        nothing queued. The transformer is not applied."""
+        nothing queued (an atomic queue: one SyncAll delta). The transformer is
+        not applied."""
+        if self._atomic:
+            self._queue_whole(Delta(_SYNC_ALL, None))
+            return
+        assert self._known is not None
         with self._lock:
             key_func = self._key_func
             queued_keys = set(self._keys)
@@ -352,7 +407,8 @@ class RealFIFO(BlockingQueue[Deltas]):
         A batch holds between 1 and ``max_items`` deltas, oldest first, all of
         distinct keys (it ends before a second delta for a key already in it), and
         never mixes the initial list with later deltas (it ends at the initial
-        list's last delta), as client-go's ``RealFIFO.PopBatch``. Otherwise as
+        list's last delta), as client-go's ``RealFIFO.PopBatch``; a ReplacedAll
+        or SyncAll delta is always a batch of its own. Otherwise as
         :meth:`pop`. Raises :class:`ValueError` if ``max_items`` < 1.
         """
         if max_items < 1:
@@ -400,10 +456,14 @@ class RealFIFO(BlockingQueue[Deltas]):
             limit = min(limit, initial_count)
         keys = self._keys
         batch = Deltas()
+        if keys[0] is None:  # a ReplacedAll or SyncAll: always alone
+            keys.popleft()
+            batch.append(items.popleft())
+            limit = 0
         seen: set[str] = set()
         while len(batch) < limit:
             key = keys[0]
-            if key in seen:
+            if key is None or key in seen:
                 break
             seen.add(key)
             keys.popleft()
@@ -423,9 +483,10 @@ class RealFIFO(BlockingQueue[Deltas]):
             return self._populated and self._initial_count == 0
 
     def list_keys(self) -> builtins.list[str]:
-        """The keys with something queued, each once, in first-queued order."""
+        """The keys with something queued, each once, in first-queued order (the
+        objects of a queued ReplacedAll delta are not counted)."""
         with self._lock:
-            return list(dict.fromkeys(self._keys))
+            return [key for key in dict.fromkeys(self._keys) if key is not None]
 
     def __repr__(self) -> str:
         return (

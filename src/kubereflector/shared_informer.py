@@ -39,7 +39,7 @@ from .controller import (
     _describe_callable,
     _resolve_handler,
 )
-from .delta_fifo import DeltaFIFO, TransformFunc
+from .delta_fifo import DeltaFIFO, DeltaType, TransformFunc
 from .fifo import RealFIFO
 from .keys import deletion_handling_meta_namespace_key_func
 from .listers import Lister
@@ -58,6 +58,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger("kubereflector.shared_informer")
+
+_REPLACED_ALL = DeltaType.REPLACED_ALL
 
 MINIMUM_RESYNC_PERIOD = 1.0
 """Seconds; a shorter handler resync period is raised to this (as client-go)."""
@@ -91,7 +93,8 @@ class InformerStats:
     queued: int
     """Items waiting in the queue between the Reflector and the cache."""
     deltas: int
-    """Deltas applied to the cache (each one notified the handlers)."""
+    """Changes applied to the cache, one per notification to the handlers (a
+    relist counts one per object)."""
     events: int
     """Watch events received by the Reflector, bookmarks included."""
     lists: int
@@ -165,8 +168,10 @@ class SharedIndexInformer:
     ``default_resync`` (seconds, ``0``: never) is the resync period of handlers
     added without one, and the informer's initial resync check period.
     ``indexers`` are added to the cache. ``queue`` picks the queue between the
-    Reflector and the cache: ``"real"`` (RealFIFO, every event in order; the
-    default) or ``"delta"`` (DeltaFIFO, events merged per object).
+    Reflector and the cache: ``"real"`` (an atomic RealFIFO, every event in
+    order and a relist as one step: the cache holds the whole new list before
+    any handler hears of it; the default) or ``"delta"`` (DeltaFIFO, events
+    merged per object).
     ``clock`` drives resyncs and backoff (inject a FakeClock in tests);
     ``backoff`` replaces the Reflector's default (0.8 s doubling to 30 s).
 
@@ -457,17 +462,18 @@ class SharedIndexInformer:
                 emit_delta_type_replaced=True,
                 transformer=self._transform,
             )
-        return RealFIFO(known_objects=self._indexer, transformer=self._transform)
+        return RealFIFO(transformer=self._transform, atomic=True)
 
     def _handle_deltas(self, deltas: Any, is_in_initial_list: bool) -> None:
         notifications: list[Notification] = []
         with self._block_deltas:
-            self._deltas += len(deltas)
             self._last_event_at = self._clock.now()
             initial_adds = _apply_deltas(
                 self._indexer, deltas, is_in_initial_list, notifications, self._name
             )
-            self._processor.distribute(notifications, initial_adds)
+            self._deltas += len(notifications)
+            bulk = deltas[0].type is _REPLACED_ALL  # always alone in its batch
+            self._processor.distribute(notifications, initial_adds, bulk=bulk)
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "running" if self._started else "new"

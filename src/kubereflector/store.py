@@ -179,10 +179,17 @@ class ThreadSafeStore:
 
     def replace(self, items: Mapping[str, Any]) -> None:
         """Swap the whole content for ``items`` in one step, rebuilding every index."""
-        new_items = dict(items)
+        self.swap_all(dict(items))
+
+    def swap_all(self, items: dict[str, Any]) -> dict[str, Any]:
+        """Like :meth:`replace`, taking ``items`` over (not copied: the caller must
+        not change it afterwards), and returning the previous content (the
+        caller's from then on). Raises :class:`IndexFuncError`, the store
+        unchanged, if an index function fails on an object."""
         with self._lock:
-            self._indices = self._build_indices(self._indexers, new_items)
-            self._items = new_items
+            self._indices = self._build_indices(self._indexers, items)
+            previous, self._items = self._items, items
+            return previous
 
     # -- reads --------------------------------------------------------------
 
@@ -367,8 +374,31 @@ class Cache:
     def replace(self, items: builtins.list[Any], resource_version: str) -> None:
         """Swap the content for ``items`` atomically; later duplicates of a key win."""
         key_func = self._key_func
-        self._store.replace({key_func(obj): obj for obj in items})
+        self._store.swap_all({key_func(obj): obj for obj in items})
         self._resource_version = resource_version
+
+    def swap_all(
+        self, items: builtins.list[Any], resource_version: str
+    ) -> tuple[builtins.list[tuple[Any, Any | None]], builtins.list[tuple[str, Any]]]:
+        """:meth:`replace`, telling what it replaced: ``(replaced, removed)``.
+
+        ``replaced`` holds ``(new, old)`` for each key of ``items`` in their order
+        (``old``: what the key held before, ``None`` if nothing; a key given
+        twice counts once, at its first place, with its last object);
+        ``removed`` holds ``(key, old)`` for each key held before and not in
+        ``items``. One step under the store's lock, as :meth:`replace`. A key or
+        index function that raises propagates, the cache unchanged.
+        """
+        key_func = self._key_func
+        keyed = {key_func(obj): obj for obj in items}
+        pairs = list(keyed.items())  # snapshots: the store owns ``keyed`` from here on
+        new_keys = set(keyed)
+        previous = self._store.swap_all(keyed)
+        self._resource_version = resource_version
+        get = previous.get
+        replaced = [(obj, get(key)) for key, obj in pairs]
+        removed = [(key, old) for key, old in previous.items() if key not in new_keys]
+        return replaced, removed
 
     def resync(self) -> None:
         """Nothing to do for a plain cache (kept for the Store protocol)."""

@@ -75,7 +75,15 @@ def known(*objs: dict[str, Any]) -> KeyListerGetter:
 
 
 def test_delta_type_values_and_str() -> None:
-    assert [t.value for t in DeltaType] == ["Added", "Updated", "Deleted", "Replaced", "Sync"]
+    assert [t.value for t in DeltaType] == [
+        "Added",
+        "Updated",
+        "Deleted",
+        "Replaced",
+        "Sync",
+        "ReplacedAll",
+        "SyncAll",
+    ]
     assert DeltaType("Sync") is SYNC
     assert DeltaType.ADDED == "Added"
     assert str(DeltaType.DELETED) == "Deleted"

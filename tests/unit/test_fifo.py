@@ -19,6 +19,7 @@ from kubereflector import (
     QueueClosed,
     QueueEmpty,
     RealFIFO,
+    ReplacedAllInfo,
     new_store,
 )
 
@@ -27,6 +28,8 @@ UPDATED = DeltaType.UPDATED
 DELETED = DeltaType.DELETED
 REPLACED = DeltaType.REPLACED
 SYNC = DeltaType.SYNC
+REPLACED_ALL = DeltaType.REPLACED_ALL
+SYNC_ALL = DeltaType.SYNC_ALL
 
 
 def obj(name: str, rv: str = "1", namespace: str = "ns") -> dict[str, Any]:
@@ -353,6 +356,78 @@ def test_real_fifo_exception_from_process_does_not_requeue() -> None:
     with pytest.raises(LookupError):
         q.pop_nowait(fail)
     assert q.list_keys() == [key("b")]
+
+
+# -- atomic mode (client-go's AtomicFIFO) -------------------------------------------
+
+
+def test_atomic_real_fifo_takes_no_known_objects() -> None:
+    with pytest.raises(TypeError, match="no known_objects"):
+        RealFIFO(known_objects=new_store(), atomic=True)
+    q = RealFIFO(atomic=True)
+    assert q.atomic
+    assert isinstance(q, Queue)
+    assert not real_fifo()[0].atomic
+
+
+def test_atomic_replace_queues_one_replaced_all_after_what_is_queued() -> None:
+    q = RealFIFO(atomic=True)
+    q.add(obj("a"))
+    items = [obj("b"), obj("c")]
+    q.replace(items, "9")
+    items.append(obj("late"))  # the queue keeps its own list
+    assert len(q) == 2
+    assert q.list_keys() == [key("a")]
+    assert queued(q) == [
+        Delta(ADDED, obj("a")),
+        Delta(REPLACED_ALL, ReplacedAllInfo("9", [obj("b"), obj("c")])),
+    ]
+
+
+def test_atomic_replace_applies_the_transformer_and_checks_keys_first() -> None:
+    q = RealFIFO(transformer=lambda o: {**o, "t": True}, atomic=True)
+    with pytest.raises(KeyFuncError):
+        q.replace([obj("b"), {"metadata": {"namespace": "x"}}], "1")
+    assert len(q) == 0
+    assert not q.has_synced()
+    q.replace([obj("b")], "2")
+    ((deltas, initial),) = drain(q)
+    assert deltas == [Delta(REPLACED_ALL, ReplacedAllInfo("2", [{**obj("b"), "t": True}]))]
+    assert initial
+
+
+def test_atomic_first_replace_is_the_initial_list_in_one_delta() -> None:
+    q = RealFIFO(atomic=True)
+    q.replace([obj("a"), obj("b")], "1")
+    q.add(obj("c"))
+    seen: list[tuple[bool, bool]] = []
+    for _ in range(2):
+        q.pop_nowait(lambda d, initial: seen.append((initial, q.has_synced())))
+    assert seen == [(True, False), (False, True)]
+    assert q.has_synced()
+
+
+def test_atomic_resync_queues_one_sync_all() -> None:
+    q = RealFIFO(atomic=True)
+    q.update(obj("a", "2"))
+    q.resync()
+    assert queued(q) == [Delta(UPDATED, obj("a", "2")), Delta(SYNC_ALL, None)]
+
+
+def test_pop_batch_takes_a_replaced_all_or_sync_all_alone() -> None:
+    q = RealFIFO(atomic=True)
+    q.replace([obj("a")], "1")
+    q.add(obj("b"))
+    q.add(obj("c"))
+    q.resync()
+    q.add(obj("d"))
+    q.replace([obj("e")], "2")
+    rec = Recorder()
+    batches = []
+    while len(q):
+        batches.append([d.type for d in q.pop_batch_nowait(rec, max_items=10)])
+    assert batches == [[REPLACED_ALL], [ADDED, ADDED], [SYNC_ALL], [ADDED], [REPLACED_ALL]]
+    assert [initial for _, initial in rec.calls] == [True, False, False, False, False]
 
 
 # -- pop_batch ----------------------------------------------------------------------

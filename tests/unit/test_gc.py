@@ -345,3 +345,75 @@ async def test_each_event_is_in_the_cache_before_the_next_is_read() -> None:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+# -- where informers keep it open: until a relist's notifications are handled
+
+
+class GatedHandler:
+    """A plain handler that blocks on ``gate`` at the update of ``default/b``."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.waiting = threading.Event()
+        self.seen: list[str] = []
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self.seen.append(f"add {obj['metadata']['name']}")
+
+    def on_update(self, old: Any, new: Any) -> None:
+        name = new["metadata"]["name"]
+        if name == "b":
+            self.waiting.set()
+            assert self.gate.wait(10), "never released"
+        self.seen.append(f"update {name}")
+
+    def on_delete(self, obj: Any) -> None:
+        self.seen.append("delete")
+
+
+async def until(predicate: Any) -> None:
+    for _ in range(1000):
+        if predicate():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition never met")
+
+
+@needs_generational_gc
+@pytest.mark.asyncio
+@pytest.mark.parametrize("end", ["drained", "removed"])
+async def test_a_relist_window_lasts_until_its_notifications_are_handled(end: str) -> None:
+    from kubereflector.testing import FakeControllerSource
+
+    clock = FakeClock()
+    source = FakeControllerSource(clock=clock)
+    for name in ("a", "b", "c"):
+        source.add(pod(name, "1"))
+    informer = SharedIndexInformer(source, clock=clock)
+    handler = GatedHandler()
+    registration = informer.add_event_handler(handler)
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(wait_for_cache_sync(registration), 5)
+        await until(lambda: _gc._depth == 0)  # the initial list is handled
+        assert gc.get_threshold() == (700, 10, 10)
+        source.modify_drop_watch(pod("c", "1"))  # seen only by the relist
+        source.compact()
+        source.reset_watch()  # the re-watch gets a 410: relist
+        await clock.advance(5)
+        assert await asyncio.to_thread(handler.waiting.wait, 10)
+        # The handler holds the relist's notifications: no full collection now.
+        assert gc.get_threshold() == raised()
+        assert _gc._depth == 1
+        if end == "removed":
+            informer.remove_event_handler(registration)
+        handler.gate.set()
+        await until(lambda: _gc._depth == 0)
+        assert gc.get_threshold() == (700, 10, 10)
+        if end == "drained":
+            assert handler.seen[-3:] == ["update a", "update b", "update c"]
+    finally:
+        handler.gate.set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

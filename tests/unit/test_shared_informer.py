@@ -535,6 +535,75 @@ async def test_a_relist_that_missed_a_delete_reaches_on_delete_as_a_tombstone(
     assert last_a is not None
 
 
+class StoreWitness(Recorder):
+    """A Recorder that also notes, as each notification arrives, the cache's keys
+    and the resourceVersion it holds for ``watched``."""
+
+    def __init__(self, informer: SharedIndexInformer, watched: str) -> None:
+        super().__init__()
+        self.informer = informer
+        self.watched = watched
+        self.cache_seen: list[tuple[list[str], str | None]] = []
+
+    def _record(self, event: Event) -> None:
+        store = self.informer.store
+        obj = store.get_by_key(self.watched)
+        self.cache_seen.append((sorted(store.list_keys()), None if obj is None else rv(obj)))
+        super()._record(event)
+
+
+class AsyncStoreWitness(StoreWitness):
+    async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:  # type: ignore[override]
+        super().on_add(obj, is_in_initial_list)
+
+    async def on_update(self, old: Any, new: Any) -> None:  # type: ignore[override]
+        super().on_update(old, new)
+
+    async def on_delete(self, obj: Any) -> None:  # type: ignore[override]
+        super().on_delete(obj)
+
+
+@pytest.mark.parametrize("kind", ["def", "async def"])
+async def test_a_relist_is_atomic_the_cache_holds_the_new_list_before_any_notification(
+    kind: str,
+) -> None:
+    # More objects than a pop batch holds (1,000), the changes at the end of the
+    # list: a relist queued per object would reach the handlers while the cache
+    # still held the old end of the list.
+    fillers = [f"f{i:04}" for i in range(1_200)]
+    informer, source, clock = setup("b", *fillers, "y")
+    witness = (AsyncStoreWitness if kind == "async def" else StoreWitness)(informer, "default/y")
+    informer.add_event_handler(witness)
+    async with running(informer):
+        first = len(fillers) + 2
+        await witness.wait_for(first)
+        source.delete_drop_watch(pod("b"))
+        source.modify_drop_watch(pod("y", v="2"))
+        source.add_drop_watch(pod("z"))
+        source.compact()
+        source.reset_watch()
+        await clock.advance(5)  # past the backoff: relist
+        await barrier(source, "s", witness)
+        events = witness.snapshot()
+        relist = events[first : events.index(("add", "default/s", False))]
+        # Deletions first, then the list in its order (client-go's processReplacedAllInfo).
+        assert relist == [
+            ("delete", "default/b", "DeletedFinalStateUnknown"),
+            *[("update", f"default/{f}", str(i + 2), str(i + 2)) for i, f in enumerate(fillers)],
+            ("update", "default/y", "1202", "1204"),
+            ("add", "default/z", False),
+        ]
+        new_keys = sorted([f"default/{f}" for f in fillers] + ["default/y", "default/z"])
+        # (The sentinel may have arrived by the time a handler runs: the cache is
+        # at least as fresh as the notification.)
+        seen = witness.cache_seen[first : first + len(relist)]
+        assert all(
+            ([k for k in keys if k != "default/s"], y_rv) == (new_keys, "1204")
+            for keys, y_rv in seen
+        )
+        assert informer.stats().relists == 1
+
+
 async def test_the_tombstone_carries_the_last_known_object() -> None:
     informer, source, clock = setup("a")
     tombstones: list[Any] = []

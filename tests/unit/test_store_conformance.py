@@ -823,3 +823,56 @@ def test_thread_safe_store_swap_index_func_error() -> None:
     assert store.list_keys() == ["k1"]
     assert store.get("k1") is apple
     assert store.index_keys("first", "a") == ["k1"]
+
+
+# -- swap_all (Cache.swap_all, ThreadSafeStore.swap_all) -----------------------------------
+
+
+def test_swap_all_replaces_and_tells_what_it_replaced(make_indexer: IndexerFactory) -> None:
+    swapped, replaced = make_indexer(dict(INDEXERS)), make_indexer(dict(INDEXERS))
+    assert isinstance(swapped, Cache)
+    a1, b1, c1 = pod("a", app="web"), pod("b", app="web"), pod("c", tags=("x",))
+    for store in (swapped, replaced):
+        for obj in (a1, b1, c1):
+            store.add(obj)
+    a2, d1, d2 = pod("a", app="api", rv="2"), pod("d", rv="1"), pod("d", rv="2")
+    new = [d1, a2, d2]
+    changed, removed = swapped.swap_all(new, "7")
+    replaced.replace(new, "7")
+    # One entry per key, at its first place, with its last object.
+    assert changed == [(d2, None), (a2, a1)]
+    assert sorted(removed, key=lambda kv: kv[0]) == [("default/b", b1), ("default/c", c1)]
+    assert snapshot(swapped) == snapshot(replaced)
+    assert swapped.last_store_sync_resource_version() == "7"
+    assert_indexes_exact(swapped)
+
+
+def test_swap_all_index_func_error_leaves_store_unchanged(fragile: Indexer) -> None:
+    assert isinstance(fragile, Cache)
+    before = snapshot(fragile)
+    with pytest.raises(IndexFuncError, match="'default/new'"):
+        fragile.swap_all([pod("a"), explosive("new", tags=("z",))], "9")
+    assert snapshot(fragile) == before
+
+
+def test_swap_all_key_func_error_changes_nothing(store: Store) -> None:
+    assert isinstance(store, Cache)
+    a = pod("a")
+    store.add(a)
+    with pytest.raises(KeyFuncError):
+        store.swap_all([pod("b"), {"kind": "Pod", "metadata": {"namespace": "default"}}], "2")
+    assert store.list_keys() == ["default/a"]
+    assert store.get_by_key("default/a") is a
+
+
+def test_thread_safe_store_swap_all_takes_the_dict_over_and_returns_the_old_one() -> None:
+    store = ThreadSafeStore({"first": first_letter})
+    apple = {"v": "apple"}
+    store.add("k1", apple)
+    items = {"k2": {"v": "banana"}}
+    previous = store.swap_all(items)
+    assert previous == {"k1": apple}
+    assert previous["k1"] is apple
+    assert store.list_keys() == ["k2"]
+    assert store.index_keys("first", "b") == ["k2"]
+    assert store.index_keys("first", "a") == []
