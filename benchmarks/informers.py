@@ -230,6 +230,7 @@ async def _informer(
     transform: Callable[[Any], Any] | None = None,
     metadata_only: bool = False,
     url: str | None = None,
+    object_mode: str = "dict",
 ) -> Any:
     """A SharedIndexInformer with ``handler``; yields (informer, registration, start)."""
     from kubereflector import SharedIndexInformer
@@ -238,7 +239,11 @@ async def _informer(
     async with Client(ClientConfig(server=url or ctx.url)) as client:
         lw = ResourceListWatch(client, "pods", namespace=namespace, metadata_only=metadata_only)
         await lw.resource_info()  # discovery is not what is measured
-        informer = SharedIndexInformer(lw, expected_kind=None if metadata_only else "Pod")
+        informer = SharedIndexInformer(
+            lw,
+            expected_kind=None if metadata_only else "Pod",
+            object_mode=object_mode,  # type: ignore[arg-type]
+        )
         if transform is not None:
             informer.set_transform(transform)
         registration = informer.add_event_handler(handler)
@@ -363,13 +368,19 @@ async def sync_bare_watchlist(ctx: Ctx) -> dict[str, Any]:
     return {"seconds": end - start, **recorder.between(start, end)}
 
 
-async def sync_kubereflector(ctx: Ctx, variant: str = "defer") -> dict[str, Any]:
+async def sync_kubereflector(
+    ctx: Ctx, variant: str = "defer", object_mode: str = "dict"
+) -> dict[str, Any]:
     from kubereflector import wait_for_cache_sync
 
     _set_gc_variant(variant)
     handler = _Handler()
     with GcRecorder() as recorder:
-        async with _informer(ctx, "bench", handler) as (informer, registration, start):
+        async with _informer(ctx, "bench", handler, object_mode=object_mode) as (
+            informer,
+            registration,
+            start,
+        ):
             await wait_for_cache_sync(informer)
             end = time.perf_counter()
             await wait_for_cache_sync(registration)
@@ -483,7 +494,9 @@ class _AsyncHandler(_Handler):
         pass
 
 
-async def watch_kubereflector(ctx: Ctx, kind: str = "def", yield_cost: int = 0) -> dict[str, Any]:
+async def watch_kubereflector(
+    ctx: Ctx, kind: str = "def", yield_cost: int = 0, object_mode: str = "dict"
+) -> dict[str, Any]:
     if yield_cost:  # the decoder's setting before this issue, for comparison
         import kubereflector.client._lines as lines
 
@@ -491,7 +504,7 @@ async def watch_kubereflector(ctx: Ctx, kind: str = "def", yield_cost: int = 0) 
     handler_class = _AsyncHandler if kind == "async" else _Handler
     handler = handler_class(wanted=ctx.events)
     with GcRecorder() as recorder:
-        async with _informer(ctx, "stream", handler, url=ctx.recorded):
+        async with _informer(ctx, "stream", handler, url=ctx.recorded, object_mode=object_mode):
             await _wait_event(handler.done)
     seconds = handler.last - handler.first
     gc_stats = recorder.between(handler.first, handler.last)
@@ -552,6 +565,7 @@ async def memory_kubereflector(ctx: Ctx, variant: str, method: str) -> dict[str,
         handler,
         transform=strip_managed_fields if variant.endswith("strip") else None,
         metadata_only=variant.startswith("metadata"),
+        object_mode="compact" if variant.startswith("compact") else "dict",
     ) as (informer, registration, _start):
         await wait_for_cache_sync(registration)
         held = memory.now() - base
@@ -602,7 +616,9 @@ def memory_official(ctx: Ctx, method: str) -> dict[str, Any]:
 # -- 4. relist after a 410 -------------------------------------------------------------------
 
 
-async def relist_kubereflector(ctx: Ctx, kind: str = "def") -> dict[str, Any]:
+async def relist_kubereflector(
+    ctx: Ctx, kind: str = "def", object_mode: str = "dict"
+) -> dict[str, Any]:
     from kubereflector import wait_for_cache_sync
     from kubereflector.backoff import Backoff
 
@@ -618,7 +634,11 @@ async def relist_kubereflector(ctx: Ctx, kind: str = "def") -> dict[str, Any]:
     round_ = str(os.getpid())
     handler_class = _AsyncHandler if kind == "async" else _Handler
     handler = handler_class(marker=("bench/round", round_))
-    async with _informer(ctx, "bench", handler) as (informer, registration, _start):
+    async with _informer(ctx, "bench", handler, object_mode=object_mode) as (
+        informer,
+        registration,
+        _start,
+    ):
         await wait_for_cache_sync(registration)
         gc.collect()
         before = rss_bytes()
@@ -762,12 +782,19 @@ CASES: dict[str, Callable[[Ctx], Any]] = {
     "relist-bare": relist_bare,
     "relist-kubereflector": relist_kubereflector,
     "relist-kubereflector-async": lambda ctx: relist_kubereflector(ctx, "async"),
+    "relist-kubereflector-compact": lambda ctx: relist_kubereflector(ctx, "def", "compact"),
+    "relist-kubereflector-compact-async": lambda ctx: relist_kubereflector(ctx, "async", "compact"),
+    "sync-kubereflector-compact": lambda ctx: sync_kubereflector(ctx, "defer", "compact"),
+    "watch-kubereflector-compact": lambda ctx: watch_kubereflector(ctx, "def", 0, "compact"),
+    "watch-kubereflector-compact-async": lambda ctx: watch_kubereflector(
+        ctx, "async", 0, "compact"
+    ),
     "relist-official": relist_official,
 }
 for _method in ("tracemalloc", "rss"):
     CASES[f"memory-bare-{_method}"] = lambda ctx, m=_method: memory_bare(ctx, m)
     CASES[f"memory-official-{_method}"] = lambda ctx, m=_method: memory_official(ctx, m)
-    for _variant in ("dicts", "strip", "metadata", "metadata-strip"):
+    for _variant in ("dicts", "strip", "metadata", "metadata-strip", "compact", "compact-strip"):
         CASES[f"memory-{_variant}-{_method}"] = lambda ctx, v=_variant, m=_method: (
             memory_kubereflector(ctx, v, m)
         )

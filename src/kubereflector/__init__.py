@@ -10,6 +10,18 @@ from __future__ import annotations
 # -- backoff.py --
 from .backoff import Backoff, Clock, RealClock
 
+# -- compact.py --
+from .compact import (
+    CompactMetadata,
+    CompactObject,
+    ObjectMode,
+    ReadOnlyDict,
+    ReadOnlyList,
+    ReadOnlyObjectError,
+    decode_compact,
+    to_compact,
+)
+
 # -- controller.py --
 from .controller import (
     AlreadyStartedError,
@@ -162,6 +174,8 @@ __all__ = [
     "Backoff",
     "Cache",
     "Clock",
+    "CompactMetadata",
+    "CompactObject",
     "Controller",
     "DecodeError",
     "DeletedFinalStateUnknown",
@@ -197,10 +211,14 @@ __all__ = [
     "ListerWatcher",
     "NamespaceLister",
     "NotFoundError",
+    "ObjectMode",
     "PopProcessFunc",
     "Queue",
     "QueueClosed",
     "QueueEmpty",
+    "ReadOnlyDict",
+    "ReadOnlyList",
+    "ReadOnlyObjectError",
     "RealClock",
     "RealFIFO",
     "Reflector",
@@ -234,6 +252,7 @@ __all__ = [
     "WatchStream",
     "__version__",
     "compose",
+    "decode_compact",
     "default_watch_error_handler",
     "deletion_handling_meta_namespace_key_func",
     "error_from_status",
@@ -254,5 +273,6 @@ __all__ = [
     "new_store",
     "split_meta_namespace_key",
     "strip_managed_fields",
+    "to_compact",
     "wait_for_cache_sync",
 ]

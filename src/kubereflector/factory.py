@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._loop_thread import LoopThread
 from ._sync import SyncSignal
+from .compact import ObjectMode, _check_object_mode
 from .delta_fifo import TransformFunc
 from .listers import Lister
 from .listwatch import ListerWatcher, ListOptions, ListResult, WatchStream
@@ -153,7 +154,9 @@ class SharedInformerFactory:
     of every list and watch through ``tweak_list_options``. ``default_resync``
     (seconds, ``0``: never) is each informer's default resync period;
     ``custom_resync`` maps resource names (any name :meth:`informer_for`
-    accepts) to a period that replaces it for that resource.
+    accepts) to a period that replaces it for that resource. ``object_mode``
+    (``"dict"``, the default, or ``"compact"``) is every informer's (see
+    :class:`~kubereflector.SharedIndexInformer`).
 
     The mode (see the module documentation) is fixed by the first of:
     ``async with`` or :meth:`resolve` (async), ``with`` (sync), :meth:`start`
@@ -179,6 +182,7 @@ class SharedInformerFactory:
         tweak_list_options: TweakListOptionsFunc | None = None,
         transform: TransformFunc | None = None,
         custom_resync: Mapping[str, float] | None = None,
+        object_mode: ObjectMode = "dict",
     ) -> None:
         from .client.config import ClientConfig
         from .client.rest import Client
@@ -210,6 +214,7 @@ class SharedInformerFactory:
         self._default_resync = float(default_resync)
         self._tweak = tweak_list_options
         self._transform = transform
+        self._object_mode = _check_object_mode(object_mode)
         self._custom_resync = custom
         # name in custom_resync -> (group, resource), once discovery resolved it
         self._custom_keys: dict[str, tuple[str, str]] = {}
@@ -361,7 +366,9 @@ class SharedInformerFactory:
     def _new_informer(self, info: ResourceInfo) -> SharedIndexInformer:
         from .client.listwatch import ResourceListWatch
 
-        lw: ListerWatcher = ResourceListWatch(self._client, info, namespace=self._namespace)
+        lw: ListerWatcher = ResourceListWatch(
+            self._client, info, namespace=self._namespace, object_mode=self._object_mode
+        )
         if self._tweak is not None:
             lw = _TweakedListerWatcher(lw, self._tweak)
         informer = SharedIndexInformer(
@@ -369,6 +376,7 @@ class SharedInformerFactory:
             expected_kind=info.kind or None,
             default_resync=self._resync_for(info),
             indexers={NAMESPACE_INDEX: meta_namespace_index_func},
+            object_mode=self._object_mode,
         )
         if self._transform is not None:
             informer.set_transform(self._transform)

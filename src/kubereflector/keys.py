@@ -1,9 +1,10 @@
 """Object keys and metadata accessors.
 
-Objects are plain ``dict``s shaped like Kubernetes JSON. Every helper here also
-accepts an object whose ``metadata`` is an attribute (the official ``kubernetes``
-client's models), whose metadata in turn may be a ``dict`` or an object with
-``name``/``namespace``/``resource_version`` attributes.
+Objects are plain ``dict``s shaped like Kubernetes JSON, or
+:class:`~kubereflector.CompactObject` s (informers in compact mode). Every
+helper here also accepts an object whose ``metadata`` is an attribute (the
+official ``kubernetes`` client's models), whose metadata in turn may be a
+``dict`` or an object with ``name``/``namespace``/``resource_version`` attributes.
 
 All functions are pure and thread-safe. Errors never include the object's full
 content (it may be a Secret): they name the kind and whatever identity is known.
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .compact import CompactMetadata, CompactObject, _compact_identity, _compact_resource_version
 
 __all__ = [
     "DeletedFinalStateUnknown",
@@ -66,7 +69,8 @@ def _describe(obj: Any) -> str:
 
 def get_metadata(obj: Any) -> Any:
     """Return the object's metadata (a mapping or an attribute object), or ``None``."""
-    if isinstance(obj, Mapping):
+    kind = type(obj)
+    if kind is dict or kind is CompactObject or isinstance(obj, Mapping):
         return obj.get("metadata")
     return getattr(obj, "metadata", None)
 
@@ -74,7 +78,8 @@ def get_metadata(obj: Any) -> Any:
 def _meta_field(meta: Any, json_name: str, attr_name: str) -> Any:
     if meta is None:
         return None
-    if isinstance(meta, Mapping):
+    kind = type(meta)
+    if kind is dict or kind is CompactMetadata or isinstance(meta, Mapping):
         return meta.get(json_name)
     return getattr(meta, attr_name, None)
 
@@ -91,9 +96,10 @@ def get_namespace(obj: Any) -> str | None:
 
 def get_resource_version(obj: Any) -> str | None:
     """``metadata.resourceVersion``, or ``None``."""
-    return _meta_field(  # type: ignore[no-any-return]
-        get_metadata(obj), "resourceVersion", "resource_version"
-    )
+    meta = get_metadata(obj)
+    if type(meta) is CompactMetadata:
+        return _compact_resource_version(meta)
+    return _meta_field(meta, "resourceVersion", "resource_version")  # type: ignore[no-any-return]
 
 
 def get_uid(obj: Any) -> str | None:
@@ -113,7 +119,8 @@ def meta_namespace_key_func(obj: Any) -> str:
     An :class:`ExplicitKey` is returned unchanged. Raises :class:`KeyFuncError`
     naming the missing field when the object has no metadata or no name.
     """
-    # Fast path for the common case: a decoded JSON dict. This runs once per event.
+    # Fast paths for the common cases: a decoded JSON dict, a compact object.
+    # This runs once per event.
     if type(obj) is dict:
         meta = obj.get("metadata")
         if type(meta) is dict:
@@ -121,6 +128,10 @@ def meta_namespace_key_func(obj: Any) -> str:
             if name and type(name) is str:
                 namespace = meta.get("namespace")
                 return f"{namespace}/{name}" if namespace else name
+    elif type(obj) is CompactObject:
+        namespace, name = _compact_identity(obj)
+        if name and type(name) is str:
+            return f"{namespace}/{name}" if namespace else name
     if isinstance(obj, ExplicitKey):
         return obj
     meta = get_metadata(obj)

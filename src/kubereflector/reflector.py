@@ -32,6 +32,7 @@ from ._relist import (
     WatchStalledError,
 )
 from .backoff import Backoff, Clock, RealClock
+from .compact import CompactMetadata, CompactObject, _compact_resource_version
 from .errors import ApiError, error_from_status
 from .keys import deletion_handling_meta_namespace_key_func, get_metadata
 from .listwatch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, ListerWatcher, ListOptions
@@ -436,6 +437,9 @@ class Reflector:
                 if type(obj) is dict:
                     meta = obj.get("metadata")
                     kind = obj.get("kind")
+                elif type(obj) is CompactObject:
+                    meta = obj.get("metadata")
+                    kind = obj.kind
                 else:
                     meta = get_metadata(obj)
                     kind = getattr(obj, "kind", None)
@@ -453,7 +457,12 @@ class Reflector:
                         kind,
                     )
                     continue
-                rv = meta.get("resourceVersion") if type(meta) is dict else _resource_version(meta)
+                if type(meta) is dict:
+                    rv = meta.get("resourceVersion")
+                elif type(meta) is CompactMetadata:
+                    rv = _compact_resource_version(meta)
+                else:
+                    rv = _resource_version(meta)
                 if etype == BOOKMARK:
                     if initial is not None and _relist.is_initial_events_end(meta):
                         final_rv = rv or initial_rv

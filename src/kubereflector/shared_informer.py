@@ -31,6 +31,7 @@ from ._listener import Listener, Notification
 from ._processor import Processor, determine_resync_period
 from ._sync import SyncSignal
 from .backoff import Backoff, Clock, RealClock
+from .compact import ObjectMode, _check_object_mode, _compact_transform
 from .controller import (
     AlreadyStartedError,
     Controller,
@@ -174,6 +175,14 @@ class SharedIndexInformer:
     merged per object).
     ``clock`` drives resyncs and backoff (inject a FakeClock in tests);
     ``backoff`` replaces the Reflector's default (0.8 s doubling to 30 s).
+    ``object_mode`` picks how objects are stored: ``"dict"`` (decoded JSON, the
+    default) or ``"compact"`` (:class:`~kubereflector.CompactObject`: decoded
+    metadata and the raw JSON of the rest, about a quarter of the memory, read
+    only; see :mod:`kubereflector.compact`). In compact mode a ListerWatcher
+    with a ``with_object_mode`` method
+    (:class:`~kubereflector.client.ResourceListWatch`) is asked to decode
+    compactly; objects that arrive as dicts are made compact as they enter
+    the queue, before the transform.
 
     Run it with ``await informer.run()`` (until cancelled); an informer runs once.
     """
@@ -188,11 +197,17 @@ class SharedIndexInformer:
         queue: Literal["real", "delta"] = "real",
         clock: Clock | None = None,
         backoff: Backoff | None = None,
+        object_mode: ObjectMode = "dict",
     ) -> None:
+        self._object_mode = _check_object_mode(object_mode)
         if default_resync < 0:
             raise ValueError(f"default_resync must be >= 0 (got {default_resync})")
         if queue not in ("real", "delta"):
             raise ValueError(f"queue must be 'real' or 'delta' (got {queue!r})")
+        if self._object_mode == "compact":
+            with_object_mode = getattr(lister_watcher, "with_object_mode", None)
+            if callable(with_object_mode):
+                lister_watcher = with_object_mode("compact")
         self._lw = lister_watcher
         self._expected_kind = expected_kind
         self._queue_kind = queue
@@ -221,6 +236,11 @@ class SharedIndexInformer:
         self._last_event_at: float | None = None
 
     # -- the cache ------------------------------------------------------------------
+
+    @property
+    def object_mode(self) -> ObjectMode:
+        """How objects are stored: ``"dict"`` or ``"compact"``."""
+        return self._object_mode
 
     @property
     def store(self) -> Indexer:
@@ -254,7 +274,10 @@ class SharedIndexInformer:
     def set_transform(self, transform: TransformFunc | None) -> None:
         """Transform each object as it enters the queue, before the cache and the
         handlers see it (see :data:`~kubereflector.TransformFunc`; it must be
-        idempotent). Raises :class:`AlreadyStartedError` after the start."""
+        idempotent). In compact mode it gets compact objects: one that writes
+        to them gets a decoded copy instead (slower; see
+        :func:`~kubereflector.compact._compact_transform`). Raises
+        :class:`AlreadyStartedError` after the start."""
         with self._started_lock:
             if self._started:
                 raise AlreadyStartedError(f"{self._name} has started: set the transform before")
@@ -456,13 +479,16 @@ class SharedIndexInformer:
                 self._sync_signal.notify()
 
     def _new_queue(self) -> Queue:
+        transform = self._transform
+        if self._object_mode == "compact":
+            transform = _compact_transform(transform)
         if self._queue_kind == "delta":
             return DeltaFIFO(
                 known_objects=self._indexer,
                 emit_delta_type_replaced=True,
-                transformer=self._transform,
+                transformer=transform,
             )
-        return RealFIFO(transformer=self._transform, atomic=True)
+        return RealFIFO(transformer=transform, atomic=True)
 
     def _handle_deltas(self, deltas: Any, is_in_initial_list: bool) -> None:
         notifications: list[Notification] = []

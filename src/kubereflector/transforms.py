@@ -15,6 +15,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from .compact import CompactObject
 from .delta_fifo import TransformFunc
 from .keys import DeletedFinalStateUnknown, get_metadata
 
@@ -27,11 +28,14 @@ def strip_managed_fields(obj: Any) -> Any:
 
     A dict comes back as a new dict with a new ``metadata`` (other values are
     shared with the input); an object with a ``metadata`` attribute (official
-    client models, ``managed_fields``) comes back as a shallow copy. An object
-    without managed fields is returned as it is.
+    client models, ``managed_fields``) comes back as a shallow copy, a
+    :class:`~kubereflector.CompactObject` as a compact object without them. An
+    object without managed fields is returned as it is.
     """
     if type(obj) is DeletedFinalStateUnknown:
         return obj
+    if type(obj) is CompactObject:
+        return obj.without_managed_fields()
     meta = get_metadata(obj)
     if meta is None:
         return obj

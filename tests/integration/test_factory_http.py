@@ -20,6 +20,7 @@ import pytest
 from conftest import KUBECONFIG_ENV, Target
 
 from kubereflector import (
+    CompactObject,
     ListOptions,
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
@@ -122,12 +123,17 @@ async def delete_cm(target: Target, name: str) -> None:
 # -- tests ------------------------------------------------------------------------------------
 
 
-async def test_shared_informers_follow_every_change(target: Target) -> None:
+@pytest.mark.parametrize("object_mode", ["dict", "compact"])
+async def test_shared_informers_follow_every_change(target: Target, object_mode: str) -> None:
     for i in range(4):
         await target.create_pod(f"p{i}", {"app": "web"})
     for i in range(3):
         await create_cm(target, f"c{i}")
-    factory = SharedInformerFactory(target.client, namespace=target.namespace)
+    factory = SharedInformerFactory(
+        target.client,
+        namespace=target.namespace,
+        object_mode=object_mode,  # type: ignore[arg-type]
+    )
     async with factory:
         pods = factory.informer_for("po")
         configmaps = factory.informer_for("configmaps")
@@ -150,7 +156,19 @@ async def test_shared_informers_follow_every_change(target: Target) -> None:
         await in_step(target, changes, informers)
         web = factory.lister_for("pods").namespaced(target.namespace).list("app=web")
         assert sorted(p["metadata"]["name"] for p in web) == ["p2", "p3"]
-        assert factory.lister_for("cm").namespaced(target.namespace).get("c0")["data"] == {"v": "1"}
+        c0 = factory.lister_for("cm").namespaced(target.namespace).get("c0")
+        assert c0["data"] == {"v": "1"}
+        # Every object is stored as the mode says, and holds what the server has.
+        expected = CompactObject if object_mode == "compact" else dict
+        for informer, resource in ((pods, "pods"), (configmaps, "configmaps")):
+            body = await target.client.request(
+                "GET", f"/api/v1/namespaces/{target.namespace}/{resource}"
+            )
+            for item in body["items"]:
+                key = f"{target.namespace}/{item['metadata']['name']}"
+                obj = informer.indexer.get_by_key(key)
+                assert type(obj) is expected, key
+                assert obj == {"kind": body["kind"][:-4], "apiVersion": "v1", **item}, key
     assert pods.is_stopped()
     assert configmaps.is_stopped()
     assert not target.client.closed  # the caller's Client stays open
@@ -179,13 +197,20 @@ async def test_tweak_list_options_applies_to_list_and_watch(target: Target) -> N
         assert sorted(p["metadata"]["name"] for p in pods.indexer.list()) == ["web-0", "web-1"]
 
 
-async def test_churn_with_dropped_watches_and_expired_history(target: Target) -> None:
+@pytest.mark.parametrize("object_mode", ["dict", "compact"])
+async def test_churn_with_dropped_watches_and_expired_history(
+    target: Target, object_mode: str
+) -> None:
     server = target.faults()
     for i in range(6):
         await target.create_pod(f"p{i}")
     for i in range(4):
         await create_cm(target, f"c{i}")
-    async with SharedInformerFactory(target.client, namespace=target.namespace) as factory:
+    async with SharedInformerFactory(
+        target.client,
+        namespace=target.namespace,
+        object_mode=object_mode,  # type: ignore[arg-type]
+    ) as factory:
         informers = {"pods": factory.informer_for("pods"), "configmaps": factory.informer_for("cm")}
         changes = Changes(*informers.values())
         factory.start()

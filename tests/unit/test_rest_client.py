@@ -20,6 +20,7 @@ from fake_http import FakeServer, serve, status, stream_lines
 import kubereflector
 from kubereflector import (
     ApiError,
+    CompactObject,
     DecodeError,
     ExpiredError,
     ForbiddenError,
@@ -220,7 +221,8 @@ async def test_every_watch_option_reaches_the_query(server: FakeServer, client: 
     assert bare == {"watch": "1"}
 
 
-async def test_list_result_and_item_kinds(server: FakeServer, client: Client) -> None:
+@pytest.mark.parametrize("mode", ["dict", "compact"])
+async def test_list_result_and_item_kinds(server: FakeServer, client: Client, mode: str) -> None:
     server.json(
         "GET",
         "/apis/apps/v1/deployments",
@@ -234,7 +236,12 @@ async def test_list_result_and_item_kinds(server: FakeServer, client: Client) ->
             ],
         },
     )
-    result = await client.list("/apis/apps/v1/deployments", ListOptions(limit=2))
+    result = await client.list(
+        "/apis/apps/v1/deployments",
+        ListOptions(limit=2),
+        object_mode=mode,  # type: ignore[arg-type]
+    )
+    assert all(type(item) is (dict if mode == "dict" else CompactObject) for item in result.items)
     assert result == ListResult(
         items=[
             {"metadata": {"name": "a"}, "kind": "Deployment", "apiVersion": "apps/v1"},
@@ -246,24 +253,59 @@ async def test_list_result_and_item_kinds(server: FakeServer, client: Client) ->
     )
 
 
-async def test_list_with_null_items_and_no_metadata(server: FakeServer, client: Client) -> None:
+@pytest.mark.parametrize("mode", ["dict", "compact"])
+async def test_list_with_null_items_and_no_metadata(
+    server: FakeServer, client: Client, mode: str
+) -> None:
     server.json("GET", "/api/v1/pods", {"kind": "PodList", "items": None})
-    assert await client.list("/api/v1/pods", ListOptions()) == ListResult()
+    options = ListOptions()
+    assert await client.list("/api/v1/pods", options, object_mode=mode) == ListResult()  # type: ignore[arg-type]
 
 
+async def test_a_compact_list_of_objects_with_other_fields(
+    server: FakeServer, client: Client
+) -> None:
+    items = [
+        {"metadata": {"name": "a", "namespace": "n"}, "data": {"k": "v"}},
+        {"metadata": {"name": "b", "namespace": "n"}, "binaryData": {"b": "AA=="}},
+    ]
+    server.json(
+        "GET",
+        "/api/v1/configmaps",
+        {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {}, "items": items},
+    )
+    result = await client.list("/api/v1/configmaps", ListOptions(), object_mode="compact")
+    assert [type(item) for item in result.items] == [CompactObject, CompactObject]
+    assert result.items == [{"kind": "ConfigMap", "apiVersion": "v1", **item} for item in items]
+    assert result.items[0]["data"]["k"] == "v"
+
+
+@pytest.mark.parametrize("mode", ["dict", "compact"])
 @pytest.mark.parametrize(
     "body",
-    [b"<html>oops</html>", b'{"items": "no"}', b'{"metadata": {"resourceVersion": 5}}'],
+    [
+        b"<html>oops</html>",
+        b'{"items": "no"}',
+        b'{"metadata": {"resourceVersion": 5}}',
+    ],
 )
 async def test_undecodable_list_is_a_decode_error(
-    server: FakeServer, client: Client, body: bytes
+    server: FakeServer, client: Client, body: bytes, mode: str
 ) -> None:
     async def handler(_request: web.Request) -> web.StreamResponse:
         return web.Response(body=body, content_type="application/json")
 
     server.route("GET", "/api/v1/pods", handler)
     with pytest.raises(DecodeError, match="could not decode the list response"):
-        await client.list("/api/v1/pods", ListOptions())
+        await client.list("/api/v1/pods", ListOptions(), object_mode=mode)  # type: ignore[arg-type]
+
+
+async def test_a_compact_list_item_that_is_not_an_object_is_a_decode_error(
+    server: FakeServer, client: Client
+) -> None:
+    server.json("GET", "/api/v1/pods", {"kind": "PodList", "items": [{"metadata": {}}, 7]})
+    with pytest.raises(DecodeError, match="could not decode the list response"):
+        await client.list("/api/v1/pods", ListOptions(), object_mode="compact")
 
 
 async def test_a_list_body_cut_short_is_a_decode_error(server: FakeServer, client: Client) -> None:

@@ -820,7 +820,8 @@ async def test_wait_for_cache_sync_refuses_what_cannot_sync() -> None:
 async def test_stats_report_the_cache_the_reflector_and_each_handler() -> None:
     informer, source, clock = setup("a", "b")
     gate = threading.Event()
-    informer.add_event_handler(Recorder(gate=gate))
+    slow = Recorder(gate=gate)
+    informer.add_event_handler(slow)
     fast = Recorder()
     informer.add_event_handler(fast)
     before = informer.stats()
@@ -830,6 +831,7 @@ async def test_stats_report_the_cache_the_reflector_and_each_handler() -> None:
         await clock.advance(7)
         source.add(pod("c"))
         await fast.wait_for(3)
+        assert await asyncio.to_thread(slow.entered.wait, WAIT)  # the first in hand
         stats = informer.stats()
         gate.set()
     assert stats.objects == 3

@@ -2,12 +2,13 @@
 
 To run the suite against a new implementation, add one line to ``INDEXER_FACTORIES``
 (it builds an Indexer with the given index functions) or, for a Store without
-indexes, to ``STORE_FACTORIES``.
+indexes, to ``STORE_FACTORIES``. Every test runs with the objects of both
+informer object modes: plain dicts and :class:`~kubereflector.CompactObject` s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ from kubereflector import (
     meta_namespace_key_func,
     new_indexer,
     new_store,
+    to_compact,
 )
 
 IndexerFactory = Callable[[Indexers], Indexer]
@@ -73,8 +75,26 @@ def make_indexer(request: pytest.FixtureRequest) -> IndexerFactory:
 
 # -- objects and index functions -------------------------------------------------
 
+object_mode = "dict"
+"""How the suite's objects are built: ``"dict"`` or ``"compact"`` (see the fixture)."""
 
-def pod(
+
+@pytest.fixture(autouse=True, params=["dict", "compact"])
+def each_object_mode(request: pytest.FixtureRequest) -> Iterator[None]:
+    global object_mode
+    object_mode = request.param
+    try:
+        yield
+    finally:
+        object_mode = "dict"
+
+
+def stored(obj: dict[str, Any]) -> Any:
+    """``obj`` as an informer of the current object mode stores it."""
+    return to_compact(obj) if object_mode == "compact" else obj
+
+
+def pod_dict(
     name: str,
     namespace: str | None = "default",
     *,
@@ -89,6 +109,10 @@ def pod(
     if app is not None:
         metadata["labels"] = {"app": app}
     return {"kind": "Pod", "metadata": metadata, "spec": {"tags": list(tags)}, **extra}
+
+
+def pod(name: str, namespace: str | None = "default", **kw: Any) -> Any:
+    return stored(pod_dict(name, namespace, **kw))
 
 
 def app_index(obj: Any) -> list[str]:
@@ -624,10 +648,10 @@ def fragile(make_indexer: IndexerFactory) -> Indexer:
     return indexer
 
 
-def explosive(name: str, namespace: str = "default", **kw: Any) -> dict[str, Any]:
-    obj = pod(name, namespace, **kw)
+def explosive(name: str, namespace: str = "default", **kw: Any) -> Any:
+    obj = pod_dict(name, namespace, **kw)
     obj["metadata"]["labels"] = {"explode": "yes", "app": "boom"}
-    return obj
+    return stored(obj)
 
 
 @pytest.mark.parametrize(

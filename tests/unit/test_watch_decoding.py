@@ -18,7 +18,7 @@ from fake_http import serve, stream_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubereflector import DecodeError, ListOptions, WatchEvent
+from kubereflector import CompactObject, DecodeError, ListOptions, ObjectMode, WatchEvent
 from kubereflector.client import Client, ClientConfig
 from kubereflector.client._lines import BATCH_BYTES, YIELD_COST, decode_watch_stream
 
@@ -43,22 +43,31 @@ def chunked(data: bytes, cuts: Iterable[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
-async def decode(chunks: Iterable[bytes]) -> list[WatchEvent]:
+MODES = pytest.mark.parametrize("mode", ["dict", "compact"])
+"""The splitter's tests run in both object modes (compact objects equal their dicts)."""
+
+
+async def decode(chunks: Iterable[bytes], mode: ObjectMode = "dict") -> list[WatchEvent]:
     feed = iter(list(chunks))
 
     async def read() -> bytes:
         return next(feed, b"")
 
-    return [e async for e in decode_watch_stream(read, URL)]
+    got = [e async for e in decode_watch_stream(read, URL, object_mode=mode)]
+    expected_type = CompactObject if mode == "compact" else dict
+    assert all(type(e.object) is expected_type for e in got if e.type != "ERROR")
+    return got
 
 
-async def decode_until_error(chunks: Iterable[bytes]) -> tuple[list[WatchEvent], DecodeError]:
+async def decode_until_error(
+    chunks: Iterable[bytes], mode: ObjectMode = "dict"
+) -> tuple[list[WatchEvent], DecodeError]:
     feed = iter(list(chunks))
 
     async def read() -> bytes:
         return next(feed, b"")
 
-    return await collect_until_error(decode_watch_stream(read, URL))
+    return await collect_until_error(decode_watch_stream(read, URL, object_mode=mode))
 
 
 async def collect_until_error(
@@ -85,19 +94,21 @@ def as_events(events: Iterable[dict[str, Any]]) -> list[WatchEvent]:
 THREE = [event("ADDED", "a"), event("MODIFIED", "b", spec={"x": "é\n"}), event("DELETED", "c")]
 
 
+@MODES
 @pytest.mark.asyncio
-async def test_every_split_point_pair_gives_the_same_events() -> None:
+async def test_every_split_point_pair_gives_the_same_events(mode: ObjectMode) -> None:
     data = encode(THREE)
     expected = as_events(THREE)
     for i in range(len(data) + 1):
         for j in range(i, len(data) + 1, 7):
-            assert await decode(chunked(data, [i, j])) == expected, (i, j)
+            assert await decode(chunked(data, [i, j]), mode) == expected, (i, j)
 
 
+@MODES
 @pytest.mark.asyncio
-async def test_one_byte_chunks() -> None:
+async def test_one_byte_chunks(mode: ObjectMode) -> None:
     data = encode(THREE)
-    assert await decode(data[i : i + 1] for i in range(len(data))) == as_events(THREE)
+    assert await decode((data[i : i + 1] for i in range(len(data))), mode) == as_events(THREE)
 
 
 @pytest.mark.asyncio
@@ -125,34 +136,40 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@MODES
+# 50 examples per object mode: as many as one mode had before.
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     objects=st.lists(st.dictionaries(st.text(max_size=8), json_values), min_size=1, max_size=8),
     cuts=st.lists(st.integers(0, 5000), max_size=12),
 )
-def test_any_chunking_of_any_events(objects: list[dict[str, Any]], cuts: list[int]) -> None:
+def test_any_chunking_of_any_events(
+    mode: ObjectMode, objects: list[dict[str, Any]], cuts: list[int]
+) -> None:
     events = [{"type": "ADDED", "object": o} for o in objects]
     data = encode(events)
-    got = run_without_loop(decode(chunked(data, [c % (len(data) + 1) for c in cuts])))
+    got = run_without_loop(decode(chunked(data, [c % (len(data) + 1) for c in cuts]), mode))
     assert got == as_events(events)
 
 
+@MODES
 @pytest.mark.asyncio
-async def test_a_large_object_split_across_many_chunks() -> None:
+async def test_a_large_object_split_across_many_chunks(mode: ObjectMode) -> None:
     big = event("ADDED", "big", data={"blob": "x" * 1_500_000, "n": list(range(1000))})
     small = event("MODIFIED", "small")
     data = encode([small, big, small])
     cuts = range(3, len(data), 1499)  # about a thousand chunks
-    got = await decode(chunked(data, cuts))
+    got = await decode(chunked(data, cuts), mode)
     assert got == as_events([small, big, small])
     assert len(got[1].object["data"]["blob"]) == 1_500_000
 
 
+@MODES
 @pytest.mark.asyncio
-async def test_large_object_in_one_chunk_with_neighbours() -> None:
+async def test_large_object_in_one_chunk_with_neighbours(mode: ObjectMode) -> None:
     big = event("ADDED", "big", data={"blob": "y" * (3 * BATCH_BYTES)})
     events = [event("ADDED", f"p{i}") for i in range(50)] + [big, event("DELETED", "z")]
-    assert await decode([encode(events)]) == as_events(events)
+    assert await decode([encode(events)], mode) == as_events(events)
 
 
 @pytest.mark.asyncio
@@ -180,22 +197,25 @@ async def test_many_small_events_in_one_chunk_do_not_hold_the_loop() -> None:
     assert during >= len(data) // YIELD_COST
 
 
+@MODES
 @pytest.mark.asyncio
-async def test_blank_lines_and_crlf_are_tolerated() -> None:
+async def test_blank_lines_and_crlf_are_tolerated(mode: ObjectMode) -> None:
     a, b = (msgspec.json.encode(e) for e in THREE[:2])
     data = b"\n" + a + b"\r\n\r\n  \n" + b + b"\n\n"
-    assert await decode([data]) == as_events(THREE[:2])
-    assert await decode(chunked(data, range(0, len(data), 3))) == as_events(THREE[:2])
+    assert await decode([data], mode) == as_events(THREE[:2])
+    assert await decode(chunked(data, range(0, len(data), 3)), mode) == as_events(THREE[:2])
 
 
+@MODES
 @pytest.mark.asyncio
-async def test_a_last_line_without_newline_is_delivered_when_complete() -> None:
+async def test_a_last_line_without_newline_is_delivered_when_complete(mode: ObjectMode) -> None:
     data = encode(THREE)[:-1]
-    assert await decode(chunked(data, [10])) == as_events(THREE)
+    assert await decode(chunked(data, [10]), mode) == as_events(THREE)
 
 
+@MODES
 @pytest.mark.asyncio
-async def test_error_event_keeps_its_status_intact() -> None:
+async def test_error_event_keeps_its_status_intact(mode: ObjectMode) -> None:
     status = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -205,10 +225,12 @@ async def test_error_event_keeps_its_status_intact() -> None:
         "code": 410,
         "details": {"causes": [{"reason": "x", "message": "y"}], "retryAfterSeconds": 3},
     }
-    (got,) = await decode([encode([{"type": "ERROR", "object": status}])])
+    (got,) = await decode([encode([{"type": "ERROR", "object": status}])], mode)
     assert got == WatchEvent("ERROR", status)
+    assert type(got.object) is dict
 
 
+@MODES
 @pytest.mark.parametrize(
     ("line", "detail"),
     [
@@ -220,11 +242,13 @@ async def test_error_event_keeps_its_status_intact() -> None:
     ],
 )
 @pytest.mark.asyncio
-async def test_a_bad_line_raises_after_the_good_ones(line: bytes, detail: str) -> None:
+async def test_a_bad_line_raises_after_the_good_ones(
+    line: bytes, detail: str, mode: ObjectMode
+) -> None:
     good = encode(THREE[:2])
     data = good + line + b"\n" + encode(THREE[2:])
     for chunks in ([data], chunked(data, range(0, len(data), 5))):
-        got, err = await decode_until_error(chunks)
+        got, err = await decode_until_error(chunks, mode)
         assert got == as_events(THREE[:2])
         text = str(err)
         assert detail in text
@@ -235,22 +259,26 @@ async def test_a_bad_line_raises_after_the_good_ones(line: bytes, detail: str) -
         assert err.url == URL
 
 
+@MODES
 @pytest.mark.asyncio
-async def test_a_bad_line_deep_in_a_big_chunk_is_located() -> None:
+async def test_a_bad_line_deep_in_a_big_chunk_is_located(mode: ObjectMode) -> None:
     events = [event("ADDED", f"p{i}") for i in range(2000)]
     good = encode(events)
     data = good + b"{nope}\n"
-    got, err = await decode_until_error([data])
+    got, err = await decode_until_error([data], mode)
     assert got == as_events(events)
     assert f"byte {len(good)} " in str(err)
 
 
+@MODES
 @pytest.mark.parametrize("cut", [1, 10, 40])
 @pytest.mark.asyncio
-async def test_a_stream_ending_inside_a_line_is_truncated(cut: int) -> None:
+async def test_a_stream_ending_inside_a_line_is_truncated(cut: int, mode: ObjectMode) -> None:
     good = encode(THREE[:2])
     partial = msgspec.json.encode(event("ADDED", "c", data={"token": SECRET}))[:cut]
-    got, err = await decode_until_error(chunked(good + partial, [len(good) - 3, len(good) + 1]))
+    got, err = await decode_until_error(
+        chunked(good + partial, [len(good) - 3, len(good) + 1]), mode
+    )
     assert got == as_events(THREE[:2])
     assert "truncated" in str(err)
     assert f"at byte {len(good)}" in str(err)

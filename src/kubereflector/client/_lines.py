@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..compact import CompactObject, ObjectMode, _decode_generic, _detach
 from ..errors import DecodeError, TruncatedStreamError
 from ..listwatch import WatchEvent
 
@@ -71,26 +72,70 @@ class WireEvent(msgspec.Struct, gc=False):
     object: Any
 
 
+class _CompactEvent(msgspec.Struct, gc=False):
+    type: str
+    object: CompactObject
+
+
+class _RawEvent(msgspec.Struct, gc=False):
+    type: str
+    object: msgspec.Raw
+
+
 _DECODER: Final = msgspec.json.Decoder(WireEvent)
+_COMPACT_EVENTS: Final = msgspec.json.Decoder(_CompactEvent)
+_RAW_EVENTS: Final = msgspec.json.Decoder(_RawEvent)
 _MSGSPEC_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError)
+
+
+def _decode_compact_lines(buf: Any) -> list[Any]:
+    """Decode lines of events, their objects compact (events with ``.type`` and
+    ``.object``); raises msgspec's errors for a line that is not an event."""
+    try:
+        events: list[Any] = _COMPACT_EVENTS.decode_lines(buf)
+    except msgspec.ValidationError:
+        # An ERROR event's Status, or an object with a field a typed compact
+        # object has no place for (a ConfigMap's data, ...): the generic way.
+        return [WireEvent(ev.type, _compact_or_plain(ev)) for ev in _RAW_EVENTS.decode_lines(buf)]
+    for ev in events:
+        _detach(ev.object)
+    return events
+
+
+def _compact_or_plain(event: _RawEvent) -> Any:
+    """The object of an event: compact, but an ERROR's Status (or anything that
+    is not a JSON object) decoded as it is, as in dict mode."""
+    if event.type != "ERROR":
+        try:
+            return _decode_generic(event.object)
+        except msgspec.ValidationError:
+            pass
+    return msgspec.json.decode(event.object)
+
+
 _new_tuple: Final = tuple.__new__
 
 ReadChunk = Callable[[], Awaitable[bytes]]
 """Returns the next chunk of the body; ``b""`` at the end (aiohttp's ``readany``)."""
 
 
-async def decode_watch_stream(read: ReadChunk, url: str) -> AsyncIterator[WatchEvent]:
+async def decode_watch_stream(
+    read: ReadChunk, url: str, *, object_mode: ObjectMode = "dict"
+) -> AsyncIterator[WatchEvent]:
     """Yield the :class:`WatchEvent` s of a newline-delimited JSON stream.
 
     ``read`` is called until it returns ``b""``. Blank lines are skipped; a
     trailing ``\\r`` is tolerated. A last line without its newline is
     delivered if it is a complete event, else the stream counts as truncated.
+    ``object_mode="compact"``: objects are
+    :class:`~kubereflector.CompactObject` s (an ``ERROR`` event's Status stays
+    a dict).
 
     Raises :class:`DecodeError` for a line that is not a JSON watch event
     (``{"type": ..., "object": ...}``) and for a truncated stream; exceptions
     from ``read`` pass through unchanged.
     """
-    decode_lines = _DECODER.decode_lines
+    decode_lines = _DECODER.decode_lines if object_mode == "dict" else _decode_compact_lines
     new = _new_tuple
     event_cls = WatchEvent
     pending = bytearray()  # the start of a line that spans chunks
@@ -137,7 +182,9 @@ async def decode_watch_stream(read: ReadChunk, url: str) -> AsyncIterator[WatchE
             except _MSGSPEC_ERRORS:
                 # Find the bad line (raising there), delivering the good lines before it.
                 events = []
-                async for event in _decode_one_by_one(chunk, start, stop, offset, url):
+                async for event in _decode_one_by_one(
+                    decode_lines, chunk, start, stop, offset, url
+                ):
                     yield event
             for ev in events:
                 yield new(event_cls, (ev.type, ev.object))
@@ -164,10 +211,14 @@ async def decode_watch_stream(read: ReadChunk, url: str) -> AsyncIterator[WatchE
 
 
 async def _decode_one_by_one(
-    chunk: bytes, start: int, stop: int, offset: int, url: str
+    decode_lines: Callable[[Any], list[Any]],
+    chunk: bytes,
+    start: int,
+    stop: int,
+    offset: int,
+    url: str,
 ) -> AsyncIterator[WatchEvent]:
     """Decode ``chunk[start:stop]`` line by line; raise at the first bad line."""
-    decode_lines = _DECODER.decode_lines
     view = memoryview(chunk)
     while start < stop:
         nl = chunk.find(b"\n", start, stop) + 1

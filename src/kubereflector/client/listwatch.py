@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import AsyncIterator
 from types import TracebackType
 
+from ..compact import ObjectMode, _check_object_mode
 from ..errors import ApiError
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from .discovery import ResourceInfo
@@ -39,7 +40,10 @@ class ResourceListWatch:
     selectors in a call's ``ListOptions`` are ANDed with them (both sent,
     joined by ``,``). ``metadata_only`` asks the server for
     ``PartialObjectMetadata`` objects: only ``kind``, ``apiVersion`` and
-    ``metadata``, a fraction of the memory in a cache.
+    ``metadata``, a fraction of the memory in a cache. ``object_mode``
+    ``"compact"`` decodes objects straight into
+    :class:`~kubereflector.CompactObject` s (``"dict"``: plain dicts); an
+    informer in compact mode asks for it through :meth:`with_object_mode`.
 
     A resource whose discovery lacks the ``list`` or ``watch`` verb raises
     ``ApiError(405, "MethodNotAllowed")`` from that call. Every other error is
@@ -55,6 +59,7 @@ class ResourceListWatch:
         "label_selector",
         "metadata_only",
         "namespace",
+        "object_mode",
     )
 
     def __init__(
@@ -65,14 +70,33 @@ class ResourceListWatch:
         label_selector: str | None = None,
         field_selector: str | None = None,
         metadata_only: bool = False,
+        object_mode: ObjectMode = "dict",
     ) -> None:
         self.client = client
+        self.object_mode: ObjectMode = _check_object_mode(object_mode)
         self.namespace = validate_namespace(namespace) if namespace else None
         self.label_selector = label_selector or ""
         self.field_selector = field_selector or ""
         self.metadata_only = metadata_only
         self._info = resource if isinstance(resource, ResourceInfo) else None
         self._name = resource if isinstance(resource, str) else str(resource)
+
+    def with_object_mode(self, object_mode: ObjectMode) -> ResourceListWatch:
+        """This ListerWatcher decoding objects in ``object_mode`` (itself if it
+        already does; else a copy sharing the client and the resolved resource)."""
+        if object_mode == self.object_mode:
+            return self
+        clone = ResourceListWatch(
+            self.client,
+            self._info if self._info is not None else self._name,
+            self.namespace,
+            self.label_selector,
+            self.field_selector,
+            self.metadata_only,
+            object_mode,
+        )
+        clone._name = self._name
+        return clone
 
     async def resource_info(self) -> ResourceInfo:
         """The resource this lists and watches (resolved through discovery once)."""
@@ -109,8 +133,13 @@ class ResourceListWatch:
         """One page of the list (see :meth:`Client.list`)."""
         path = await self._path_for("list")
         return await self.client.list(
-            path, self._options(options), metadata_only=self.metadata_only
+            path, self._options(options), metadata_only=self.metadata_only, **self._mode_kwargs()
         )
+
+    def _mode_kwargs(self) -> dict[str, ObjectMode]:
+        # Only when not the default, so that a Client double without the
+        # keyword keeps working in dict mode.
+        return {} if self.object_mode == "dict" else {"object_mode": self.object_mode}
 
     def watch(self, options: ListOptions) -> WatchStream:
         """A watch stream (see :meth:`Client.watch`); resolution happens on entering."""
@@ -126,6 +155,8 @@ class ResourceListWatch:
             parts.append(f"field_selector={self.field_selector!r}")
         if self.metadata_only:
             parts.append("metadata_only=True")
+        if self.object_mode != "dict":
+            parts.append(f"object_mode={self.object_mode!r}")
         return f"ResourceListWatch({', '.join(parts)})"
 
 
@@ -142,7 +173,9 @@ class _ResolvingWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[Watch
     async def __aenter__(self) -> AsyncIterator[WatchEvent]:
         lw = self._lw
         path = await lw._path_for("watch")
-        inner = lw.client.watch(path, lw._options(self._options), metadata_only=lw.metadata_only)
+        inner = lw.client.watch(
+            path, lw._options(self._options), metadata_only=lw.metadata_only, **lw._mode_kwargs()
+        )
         events = await inner.__aenter__()
         self._inner = inner
         return events

@@ -31,6 +31,7 @@ import msgspec
 from yarl import URL
 
 from .. import __version__
+from ..compact import CompactObject, ObjectMode, _decode_generic, _detach
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ._lines import decode_watch_stream
@@ -86,9 +87,49 @@ class _ListBody(msgspec.Struct):
     items: list[Any] | None = None
 
 
+class _CompactListBody(msgspec.Struct):
+    apiVersion: str = ""
+    kind: str = ""
+    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
+    items: list[CompactObject] | None = None
+
+
+class _RawListBody(msgspec.Struct):
+    apiVersion: str = ""
+    kind: str = ""
+    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
+    items: list[msgspec.Raw] | None = None
+
+
 _LIST_DECODER: Final = msgspec.json.Decoder(_ListBody)
+_COMPACT_LIST_DECODER: Final = msgspec.json.Decoder(_CompactListBody)
+_RAW_LIST_DECODER: Final = msgspec.json.Decoder(_RawListBody)
 _ANY_DECODER: Final = msgspec.json.Decoder()
 _encode: Final = msgspec.json.encode
+
+
+def _decode_compact_list(data: bytes) -> _CompactListBody:
+    """A list body with compact items (every item detached from ``data``, and
+    given the list's item kind and apiVersion when it has none)."""
+    try:
+        body = _COMPACT_LIST_DECODER.decode(data)
+    except msgspec.ValidationError:
+        # Some item has a field a typed compact object has no place for (a
+        # ConfigMap's data, ...): decode each item generically.
+        raw = _RAW_LIST_DECODER.decode(data)
+        kind, api_version = _item_kind(raw.kind, raw.apiVersion)
+        items = [_decode_generic(item, kind, api_version) for item in raw.items or ()]
+        return _CompactListBody(raw.apiVersion, raw.kind, raw.metadata, items)
+    kind, api_version = _item_kind(body.kind, body.apiVersion)
+    for item in body.items or ():
+        _detach(item, kind, api_version)
+    return body
+
+
+def _item_kind(list_kind: str, api_version: str) -> tuple[str | None, str | None]:
+    if list_kind.endswith("List"):
+        return sys.intern(list_kind[:-4]), sys.intern(api_version) if api_version else None
+    return None, None
 
 
 def list_params(options: ListOptions, *, watch: bool = False) -> dict[str, str]:
@@ -319,26 +360,36 @@ class Client:
     # -- list and watch ---------------------------------------------------------
 
     async def list(
-        self, path: str, options: ListOptions, *, metadata_only: bool = False
+        self,
+        path: str,
+        options: ListOptions,
+        *,
+        metadata_only: bool = False,
+        object_mode: ObjectMode = "dict",
     ) -> ListResult:
         """One page of a list (``GET path`` with ``options`` as its query).
 
         Items that lack ``kind``/``apiVersion`` (the API server leaves them out
         in typed lists) get the list's, so listed and watched objects look
         alike. ``metadata_only`` asks for ``PartialObjectMetadataList``.
+        ``object_mode="compact"`` decodes the items into
+        :class:`~kubereflector.CompactObject` s (``"dict"``: plain dicts).
         """
         url = self.url(path, list_params(options))
         data = await self._send(
             "GET", url, ACCEPT_METADATA_LIST if metadata_only else ACCEPT_JSON, None, ""
         )
         try:
-            body = _LIST_DECODER.decode(data)
+            if object_mode == "compact":
+                body: _ListBody | _CompactListBody = _decode_compact_list(data)
+            else:
+                body = _LIST_DECODER.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as err:
             raise DecodeError(
                 f"could not decode the list response ({len(data)} bytes): {err}", url=_safe(url)
             ) from err
         items = body.items if body.items is not None else []
-        if items and body.kind.endswith("List"):
+        if items and body.kind.endswith("List") and type(body) is _ListBody:
             item_kind = body.kind[:-4]
             api_version = body.apiVersion
             for item in items:
@@ -348,7 +399,14 @@ class Client:
         meta = body.metadata
         return ListResult(items, meta.resourceVersion, meta.continue_, meta.remainingItemCount)
 
-    def watch(self, path: str, options: ListOptions, *, metadata_only: bool = False) -> WatchStream:
+    def watch(
+        self,
+        path: str,
+        options: ListOptions,
+        *,
+        metadata_only: bool = False,
+        object_mode: ObjectMode = "dict",
+    ) -> WatchStream:
         """A watch of ``path`` (``watch=1`` and ``options`` as its query).
 
         Entering the returned context opens the stream (raising the error
@@ -358,9 +416,12 @@ class Client:
         the Status untouched. A line that does not decode, or a stream cut
         inside a line, raises :class:`~kubereflector.errors.DecodeError` from
         the iterator after every complete event before it.
+        ``object_mode="compact"`` decodes the objects (``ERROR`` events aside)
+        into :class:`~kubereflector.CompactObject` s.
         """
         url = self.url(path, list_params(options, watch=True))
-        return _WatchContext(self, url, ACCEPT_METADATA if metadata_only else ACCEPT_JSON)
+        accept = ACCEPT_METADATA if metadata_only else ACCEPT_JSON
+        return _WatchContext(self, url, accept, object_mode)
 
     # -- internals --------------------------------------------------------------
 
@@ -474,12 +535,13 @@ class Client:
 class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent]]):
     """What :meth:`Client.watch` returns; single use."""
 
-    __slots__ = ("_accept", "_client", "_events", "_response", "_transport", "_url")
+    __slots__ = ("_accept", "_client", "_events", "_mode", "_response", "_transport", "_url")
 
-    def __init__(self, client: Client, url: URL, accept: str) -> None:
+    def __init__(self, client: Client, url: URL, accept: str, mode: ObjectMode) -> None:
         self._client = client
         self._url = url
         self._accept = accept
+        self._mode: ObjectMode = mode
         self._transport: _Transport | None = None
         self._response: aiohttp.ClientResponse | None = None
         self._events: AsyncIterator[WatchEvent] | None = None
@@ -506,7 +568,7 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
             except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as err:
                 raise TruncatedStreamError(f"truncated watch stream: {err}", url=safe_url) from err
 
-        self._events = decode_watch_stream(read, safe_url)
+        self._events = decode_watch_stream(read, safe_url, object_mode=self._mode)
         return self._events
 
     async def __aexit__(
