@@ -396,8 +396,7 @@ class Listener:
         """The notification to deliver (``None``: drop it); a failing filter is
         logged and counted, and drops it."""
         route = self._calls.route
-        if route is None:
-            return notification
+        assert route is not None
         try:
             return route(notification)
         except Exception:
@@ -419,18 +418,19 @@ class Listener:
             _key_of(notification),
         )
 
-    def _count_if_initial(self, taken: Notification) -> None:
-        """Count ``taken`` as handled if it is an add of the initial list."""
-        if taken[0] == ADD and taken[2]:
-            self._initial_handled += 1
-            if self._initial_handled >= self._initial_added:
-                self._on_synced()
+    def _count_initial(self) -> None:
+        """Count an add of the initial list as handled (the consumers call it for
+        ``taken[0] == ADD and taken[2]``, inline: it is on every notification's path)."""
+        self._initial_handled += 1
+        if self._initial_handled >= self._initial_added:
+            self._on_synced()
 
     # -- task consumer (every method is a coroutine function) ------------------------
 
     async def _task_main(self) -> None:
         buffer = self.buffer
         functions = self._calls.functions
+        route = self._calls.route
         in_a_row = 0
         try:
             while True:
@@ -443,7 +443,7 @@ class Listener:
                     continue
                 if self._stopped:
                     return
-                notification = self._route(taken)
+                notification = taken if route is None else self._route(taken)
                 if notification is not None:
                     kind, a, b = notification
                     fn = functions[kind]
@@ -459,7 +459,8 @@ class Listener:
                             self._log_failure(taken)
                         except Exception:
                             self._log_failure(taken)
-                self._count_if_initial(taken)
+                if taken[0] == ADD and taken[2]:
+                    self._count_initial()
                 in_a_row += 1
                 if in_a_row >= _YIELD_EVERY:  # handlers that never suspend: share the loop
                     in_a_row = 0
@@ -487,6 +488,7 @@ class Listener:
     def _thread_main(self) -> None:
         buffer = self.buffer
         functions = self._calls.functions
+        route = self._calls.route
         coroutine = self._calls.coroutine
         cond = self._cond
         try:
@@ -505,7 +507,7 @@ class Listener:
                     continue
                 if self._stopped:
                     return
-                notification = self._route(taken)
+                notification = taken if route is None else self._route(taken)
                 if notification is not None:
                     kind, a, b = notification
                     fn = functions[kind]
@@ -529,7 +531,8 @@ class Listener:
                                 self._log_failure(taken)
                         except Exception:
                             self._log_failure(taken)
-                self._count_if_initial(taken)
+                if taken[0] == ADD and taken[2]:
+                    self._count_initial()
         finally:
             self._mark_finished()
 

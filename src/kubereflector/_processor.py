@@ -56,13 +56,16 @@ def _is_sync(notification: Notification) -> bool:
 class Processor:
     """The listeners of one informer, and the distribution of notifications to them."""
 
-    __slots__ = ("_clock", "_listeners", "_lock", "_loop", "_started", "_stopped")
+    __slots__ = ("_clock", "_listeners", "_lock", "_loop", "_started", "_stopped", "_targets")
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._lock = threading.Lock()
         # listener -> whether it takes part in the current resync
         self._listeners: dict[Listener, bool] = {}
+        # A snapshot of _listeners' items, replaced (under the lock) on every
+        # change, so that distribute reads it without the lock or a copy.
+        self._targets: tuple[tuple[Listener, bool], ...] = ()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
         self._stopped = False
@@ -79,6 +82,7 @@ class Processor:
         """Add a listener; its consumer starts now if the processor runs."""
         with self._lock:
             self._listeners[listener] = True
+            self._targets = tuple(self._listeners.items())
             if self._started and not self._stopped:
                 assert self._loop is not None
                 listener.start(self._loop)
@@ -89,6 +93,7 @@ class Processor:
             if listener not in self._listeners:
                 return False
             del self._listeners[listener]
+            self._targets = tuple(self._listeners.items())
         listener.stop()
         return True
 
@@ -105,11 +110,8 @@ class Processor:
         does not. The caller serializes distributions (the informer's delta lock,
         which also guards handler joins and removals).
         """
-        with self._lock:
-            targets = list(self._listeners.items())
-        # Outside the lock: adding to a buffer never needs the listener table.
         changes: list[Notification] | None = None
-        for listener, syncing in targets:
+        for listener, syncing in self._targets:
             if syncing:
                 listener.add_batch(notifications, initial_adds, bulk=bulk)
                 continue
@@ -129,6 +131,7 @@ class Processor:
                 if due:
                     needed = True
                     listener.determine_next_resync(now)
+            self._targets = tuple(self._listeners.items())
             return needed
 
     def resync_check_period_changed(self, check: float) -> None:
