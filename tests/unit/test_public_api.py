@@ -21,7 +21,7 @@ import kubereflector
 
 # Public subpackages with an API of their own, imported by their full name
 # (``kubereflector.testing.FakeControllerSource``): not re-exported by the package.
-NOT_REEXPORTED = frozenset({"testing", "client", "cli"})
+NOT_REEXPORTED = frozenset({"testing", "client", "cli", "runtime", "leaderelection", "metrics"})
 
 
 def public_submodules() -> list[str]:
