@@ -1,0 +1,429 @@
+"""The Prometheus exporter: every metric of the runtime, under the names Go components use.
+
+One :class:`Metrics` owns one ``prometheus_client.CollectorRegistry`` (its own,
+so several managers in one process never collide; pass ``registry=`` to share
+one) and hands each part of kubereflector the small recorder it reports to:
+
+* :meth:`Metrics.controller` -- controller-runtime's reconcile metrics;
+* :meth:`Metrics.workqueue_provider` -- client-go's workqueue metrics, as
+  controller-runtime registers them (labels ``name`` and ``controller``);
+* :meth:`Metrics.leader_election` -- ``leader_election_master_status`` and
+  ``leader_election_slowpath_total``;
+* :meth:`Metrics.rest_client` -- ``rest_client_requests_total`` and
+  ``rest_client_request_duration_seconds`` (install it on a
+  :class:`~kubereflector.client.Client` as ``request_metrics``);
+* :meth:`Metrics.add_informers` -- the informers' state under the
+  ``kubereflector_informer_`` prefix, read from their stats at scrape time
+  (nothing is counted on the watch path);
+* process and platform metrics (``process_*``, ``python_*``), as Go components
+  export their process and runtime metrics.
+
+Every recorder is thread-safe (prometheus-client's metrics are).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Final
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from ..shared_informer import SharedIndexInformer
+
+__all__ = [
+    "ACTIVE_WORKERS",
+    "INFORMER_PREFIX",
+    "LEADER_ELECTION_MASTER_STATUS",
+    "LEADER_ELECTION_SLOWPATH_TOTAL",
+    "MAX_CONCURRENT_RECONCILES",
+    "RECONCILE_ERRORS_TOTAL",
+    "RECONCILE_TIME_SECONDS",
+    "RECONCILE_TOTAL",
+    "REST_CLIENT_REQUESTS_TOTAL",
+    "REST_CLIENT_REQUEST_DURATION_SECONDS",
+    "TERMINAL_RECONCILE_ERRORS_TOTAL",
+    "WORKQUEUE_ADDS_TOTAL",
+    "WORKQUEUE_DEPTH",
+    "WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS",
+    "WORKQUEUE_QUEUE_DURATION_SECONDS",
+    "WORKQUEUE_RETRIES_TOTAL",
+    "WORKQUEUE_UNFINISHED_WORK_SECONDS",
+    "WORKQUEUE_WORK_DURATION_SECONDS",
+    "ControllerMetrics",
+    "InformerSource",
+    "LeaderElectionMetrics",
+    "Metrics",
+    "RestClientMetrics",
+    "WorkqueueMetricsProvider",
+]
+
+# -- names (exactly as controller-runtime and client-go export them) -------------------
+
+RECONCILE_TOTAL: Final = "controller_runtime_reconcile_total"
+RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_reconcile_errors_total"
+TERMINAL_RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_terminal_reconcile_errors_total"
+RECONCILE_TIME_SECONDS: Final = "controller_runtime_reconcile_time_seconds"
+MAX_CONCURRENT_RECONCILES: Final = "controller_runtime_max_concurrent_reconciles"
+ACTIVE_WORKERS: Final = "controller_runtime_active_workers"
+WORKQUEUE_DEPTH: Final = "workqueue_depth"
+WORKQUEUE_ADDS_TOTAL: Final = "workqueue_adds_total"
+WORKQUEUE_QUEUE_DURATION_SECONDS: Final = "workqueue_queue_duration_seconds"
+WORKQUEUE_WORK_DURATION_SECONDS: Final = "workqueue_work_duration_seconds"
+WORKQUEUE_UNFINISHED_WORK_SECONDS: Final = "workqueue_unfinished_work_seconds"
+WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS: Final = "workqueue_longest_running_processor_seconds"
+WORKQUEUE_RETRIES_TOTAL: Final = "workqueue_retries_total"
+LEADER_ELECTION_MASTER_STATUS: Final = "leader_election_master_status"
+LEADER_ELECTION_SLOWPATH_TOTAL: Final = "leader_election_slowpath_total"
+REST_CLIENT_REQUESTS_TOTAL: Final = "rest_client_requests_total"
+REST_CLIENT_REQUEST_DURATION_SECONDS: Final = "rest_client_request_duration_seconds"
+INFORMER_PREFIX: Final = "kubereflector_informer_"
+
+_RECONCILE_BUCKETS: Final = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
+    *(0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5),
+    *(5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60),
+)
+"""controller-runtime's buckets for reconcile times and REST latencies."""
+_WORKQUEUE_BUCKETS: Final = tuple(1e-8 * 10**i for i in range(12))
+"""client-go's ``ExponentialBuckets(10e-9, 10, 12)``: 10 ns to 1000 s."""
+
+_RESULTS: Final = ("success", "error", "requeue", "requeue_after")
+
+
+def _base(name: str) -> str:
+    """prometheus-client adds ``_total`` to counters itself."""
+    return name.removesuffix("_total")
+
+
+class ControllerMetrics:
+    """The reconcile metrics of one controller (controller-runtime's), label
+    ``controller`` bound. Thread-safe."""
+
+    __slots__ = ("_active", "_errors", "_max", "_results", "_terminal", "_time")
+
+    def __init__(self, metrics: Metrics, controller: str) -> None:
+        self._results = {r: metrics._reconcile_total.labels(controller, r) for r in _RESULTS}
+        self._errors = metrics._reconcile_errors.labels(controller)
+        self._terminal = metrics._terminal_errors.labels(controller)
+        self._time = metrics._reconcile_time.labels(controller)
+        self._max = metrics._max_concurrent.labels(controller)
+        self._active = metrics._active_workers.labels(controller)
+
+    def set_max_concurrent_reconciles(self, workers: int) -> None:
+        self._max.set(workers)
+
+    def worker_started(self) -> None:
+        """A worker took a request (``controller_runtime_active_workers`` + 1)."""
+        self._active.inc()
+
+    def worker_finished(self) -> None:
+        self._active.dec()
+
+    def reconciled(self, result: str, seconds: float, *, terminal: bool = False) -> None:
+        """One reconcile ended: ``result`` is ``success``, ``error``, ``requeue`` or
+        ``requeue_after``; an ``error`` also counts an error (and a terminal one)."""
+        self._results[result].inc()
+        self._time.observe(seconds)
+        if result == "error":
+            self._errors.inc()
+            if terminal:
+                self._terminal.inc()
+
+
+class LeaderElectionMetrics:
+    """``leader_election_master_status{name}`` (1 leading, 0 not) and
+    ``leader_election_slowpath_total{name}``: a
+    :class:`~kubereflector.leaderelection.LeaderMetrics`."""
+
+    __slots__ = ("_slowpath", "_status")
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._status = metrics._leader_status
+        self._slowpath = metrics._leader_slowpath
+
+    def on(self, name: str) -> None:
+        self._status.labels(name).set(1)
+
+    def off(self, name: str) -> None:
+        self._status.labels(name).set(0)
+
+    def slowpath_exercised(self, name: str) -> None:
+        self._slowpath.labels(name).inc()
+
+
+class RestClientMetrics:
+    """``rest_client_requests_total{code,method,host}`` and
+    ``rest_client_request_duration_seconds{verb,host}``: a
+    :class:`~kubereflector.client.RequestMetrics` (``code`` is ``<error>`` when no
+    answer came). The latency runs from sending to the answer's headers."""
+
+    __slots__ = ("_latency", "_requests")
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._requests = metrics._rest_requests
+        self._latency = metrics._rest_latency
+
+    def observe(self, method: str, code: str, host: str, seconds: float) -> None:
+        self._requests.labels(code, method, host).inc()
+        self._latency.labels(method, host).observe(seconds)
+
+
+class WorkqueueMetricsProvider:
+    """client-go's workqueue ``MetricsProvider`` over Prometheus, as controller-runtime
+    registers it: each ``new_*_metric(name)`` returns the metric's child for
+    ``name`` (labels ``name`` and ``controller`` both set to it), with ``inc``,
+    ``dec``, ``set`` or ``observe`` as the metric's kind has them."""
+
+    __slots__ = ("_m",)
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._m = metrics
+
+    def new_depth_metric(self, name: str) -> Gauge:
+        return self._m._wq_depth.labels(name, name)
+
+    def new_adds_metric(self, name: str) -> Counter:
+        return self._m._wq_adds.labels(name, name)
+
+    def new_latency_metric(self, name: str) -> Histogram:
+        return self._m._wq_latency.labels(name, name)
+
+    def new_work_duration_metric(self, name: str) -> Histogram:
+        return self._m._wq_work_duration.labels(name, name)
+
+    def new_unfinished_work_seconds_metric(self, name: str) -> Gauge:
+        return self._m._wq_unfinished.labels(name, name)
+
+    def new_longest_running_processor_seconds_metric(self, name: str) -> Gauge:
+        return self._m._wq_longest.labels(name, name)
+
+    def new_retries_metric(self, name: str) -> Counter:
+        return self._m._wq_retries.labels(name, name)
+
+
+InformerSource = Callable[[], Mapping[str, "SharedIndexInformer"]]
+"""Returns the informers to report, by resource name (``factory.informers``)."""
+
+
+class _InformerCollector(Collector):
+    """Reads the informers' stats at scrape time."""
+
+    def __init__(self, sources: list[InformerSource]) -> None:
+        self._sources = sources
+
+    def collect(self) -> Iterable[Metric]:
+        p = INFORMER_PREFIX
+        objects = GaugeMetricFamily(p + "objects", "Objects in the cache", labels=["resource"])
+        synced = GaugeMetricFamily(
+            p + "synced", "1 once the initial list is in the cache", labels=["resource"]
+        )
+        pending = GaugeMetricFamily(
+            p + "pending_notifications",
+            "Notifications buffered for the handlers, not yet handled",
+            labels=["resource"],
+        )
+        last_rv = GaugeMetricFamily(
+            p + "last_sync_resource_version",
+            "The resourceVersion the cache is at (NaN when not a number)",
+            labels=["resource"],
+        )
+        counters = {
+            field: CounterMetricFamily(p + field, help_text, labels=["resource"])
+            for field, help_text in (
+                ("events", "Watch events received, bookmarks included"),
+                ("deltas", "Changes applied to the cache"),
+                ("lists", "Lists made (the initial one and relists)"),
+                ("relists", "Lists made after the first"),
+                ("watch_restarts", "Watches started again after one ended"),
+                ("stalls", "Watches ended for being silent too long"),
+            )
+        }
+        for source in self._sources:
+            for resource, informer in sorted(source().items()):
+                stats = informer.stats()
+                objects.add_metric([resource], stats.objects)
+                synced.add_metric([resource], 1.0 if informer.has_synced() else 0.0)
+                pending.add_metric([resource], stats.pending)
+                last_rv.add_metric([resource], _as_number(stats.last_sync_resource_version))
+                for field, family in counters.items():
+                    family.add_metric([resource], getattr(stats, field))
+        return [objects, synced, pending, last_rv, *counters.values()]
+
+
+def _as_number(resource_version: str) -> float:
+    try:
+        return float(int(resource_version))
+    except ValueError:
+        return math.nan
+
+
+class Metrics:
+    """Every kubereflector metric, in one Prometheus registry.
+
+    ``registry``: where to register (default: a new registry of this object's
+    own). ``process``: also export the process' and the interpreter's metrics
+    (``process_cpu_seconds_total``, ``python_gc_*``, ...). Constructing two
+    Metrics on one registry raises ``ValueError`` (duplicate names).
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, process: bool = True) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        reg = self.registry
+        self._reconcile_total = Counter(
+            _base(RECONCILE_TOTAL),
+            "Total number of reconciliations per controller",
+            ["controller", "result"],
+            registry=reg,
+        )
+        self._reconcile_errors = Counter(
+            _base(RECONCILE_ERRORS_TOTAL),
+            "Total number of reconciliation errors per controller",
+            ["controller"],
+            registry=reg,
+        )
+        self._terminal_errors = Counter(
+            _base(TERMINAL_RECONCILE_ERRORS_TOTAL),
+            "Total number of terminal reconciliation errors per controller",
+            ["controller"],
+            registry=reg,
+        )
+        self._reconcile_time = Histogram(
+            RECONCILE_TIME_SECONDS,
+            "Length of time per reconciliation per controller",
+            ["controller"],
+            buckets=_RECONCILE_BUCKETS,
+            registry=reg,
+        )
+        self._max_concurrent = Gauge(
+            MAX_CONCURRENT_RECONCILES,
+            "Maximum number of concurrent reconciles per controller",
+            ["controller"],
+            registry=reg,
+        )
+        self._active_workers = Gauge(
+            ACTIVE_WORKERS,
+            "Number of currently used workers per controller",
+            ["controller"],
+            registry=reg,
+        )
+        queue_labels = ["name", "controller"]
+        self._wq_depth = Gauge(
+            WORKQUEUE_DEPTH, "Current depth of workqueue", queue_labels, registry=reg
+        )
+        self._wq_adds = Counter(
+            _base(WORKQUEUE_ADDS_TOTAL),
+            "Total number of adds handled by workqueue",
+            queue_labels,
+            registry=reg,
+        )
+        self._wq_latency = Histogram(
+            WORKQUEUE_QUEUE_DURATION_SECONDS,
+            "How long in seconds an item stays in workqueue before being requested",
+            queue_labels,
+            buckets=_WORKQUEUE_BUCKETS,
+            registry=reg,
+        )
+        self._wq_work_duration = Histogram(
+            WORKQUEUE_WORK_DURATION_SECONDS,
+            "How long in seconds processing an item from workqueue takes",
+            queue_labels,
+            buckets=_WORKQUEUE_BUCKETS,
+            registry=reg,
+        )
+        self._wq_unfinished = Gauge(
+            WORKQUEUE_UNFINISHED_WORK_SECONDS,
+            "How many seconds of work has been done that is in progress and hasn't been "
+            "observed by work_duration. Large values indicate stuck threads. One can deduce "
+            "the number of stuck threads by observing the rate at which this increases.",
+            queue_labels,
+            registry=reg,
+        )
+        self._wq_longest = Gauge(
+            WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS,
+            "How many seconds has the longest running processor for workqueue been running.",
+            queue_labels,
+            registry=reg,
+        )
+        self._wq_retries = Counter(
+            _base(WORKQUEUE_RETRIES_TOTAL),
+            "Total number of retries handled by workqueue",
+            queue_labels,
+            registry=reg,
+        )
+        self._leader_status = Gauge(
+            LEADER_ELECTION_MASTER_STATUS,
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
+            ["name"],
+            registry=reg,
+        )
+        self._leader_slowpath = Counter(
+            _base(LEADER_ELECTION_SLOWPATH_TOTAL),
+            "Total number of slow path exercised in renewing leader leases. 'name' is the "
+            "string used to identify the lease. Please make sure to group by name.",
+            ["name"],
+            registry=reg,
+        )
+        self._rest_requests = Counter(
+            _base(REST_CLIENT_REQUESTS_TOTAL),
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=reg,
+        )
+        self._rest_latency = Histogram(
+            REST_CLIENT_REQUEST_DURATION_SECONDS,
+            "Request latency in seconds. Broken down by verb and host.",
+            ["verb", "host"],
+            buckets=_RECONCILE_BUCKETS,
+            registry=reg,
+        )
+        self._informer_sources: list[InformerSource] = []
+        reg.register(_InformerCollector(self._informer_sources))
+        if process:
+            ProcessCollector(registry=reg)
+            PlatformCollector(registry=reg)
+            GCCollector(registry=reg)
+
+    def controller(self, name: str) -> ControllerMetrics:
+        """The reconcile metrics of controller ``name``."""
+        return ControllerMetrics(self, name)
+
+    def workqueue_provider(self) -> WorkqueueMetricsProvider:
+        """A workqueue metrics provider reporting here."""
+        return WorkqueueMetricsProvider(self)
+
+    def leader_election(self) -> LeaderElectionMetrics:
+        """Leader election metrics reporting here."""
+        return LeaderElectionMetrics(self)
+
+    def rest_client(self) -> RestClientMetrics:
+        """REST client metrics reporting here."""
+        return RestClientMetrics(self)
+
+    def add_informers(self, source: InformerSource) -> None:
+        """Report the informers ``source()`` returns at each scrape (e.g. a
+        factory's ``informers``), under the ``kubereflector_informer_`` prefix."""
+        if not callable(source):
+            raise TypeError("add_informers takes a callable returning informers by name")
+        self._informer_sources.append(source)
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus' text format (what ``/metrics`` serves)."""
+        return generate_latest(self.registry)
+
+    def __repr__(self) -> str:
+        return f"<Metrics registry={self.registry!r}>"
