@@ -24,8 +24,9 @@ Every recorder is thread-safe (prometheus-client's metrics are).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from prometheus_client import (
     CollectorRegistry,
@@ -218,6 +219,26 @@ InformerSource = Callable[[], Mapping[str, "SharedIndexInformer"]]
 """Returns the informers to report, by resource name (``factory.informers``)."""
 
 
+class _UnfinishedWork(Protocol):
+    def update_unfinished_work(self) -> None: ...
+
+
+class _QueueRefresher(Collector):
+    """Exports nothing: refreshes the queues' unfinished-work gauges before the
+    registry reads them (registered first, so it runs first)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.queues: dict[int, _UnfinishedWork] = {}
+
+    def collect(self) -> Iterable[Metric]:
+        with self.lock:
+            queues = list(self.queues.values())
+        for queue in queues:
+            queue.update_unfinished_work()
+        return ()
+
+
 class _InformerCollector(Collector):
     """Reads the informers' stats at scrape time."""
 
@@ -282,6 +303,8 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None, *, process: bool = True) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         reg = self.registry
+        self._refresher = _QueueRefresher()
+        reg.register(self._refresher)
         self._reconcile_total = Counter(
             _base(RECONCILE_TOTAL),
             "Total number of reconciliations per controller",
@@ -405,6 +428,18 @@ class Metrics:
     def workqueue_provider(self) -> WorkqueueMetricsProvider:
         """A workqueue metrics provider reporting here."""
         return WorkqueueMetricsProvider(self)
+
+    def track_queue(self, queue: _UnfinishedWork) -> None:
+        """Refresh ``queue``'s ``workqueue_unfinished_work_seconds`` and
+        ``workqueue_longest_running_processor_seconds`` at each scrape, until
+        :meth:`untrack_queue`."""
+        with self._refresher.lock:
+            self._refresher.queues[id(queue)] = queue
+
+    def untrack_queue(self, queue: _UnfinishedWork) -> None:
+        """Stop refreshing ``queue`` (no error if it was not tracked)."""
+        with self._refresher.lock:
+            self._refresher.queues.pop(id(queue), None)
 
     def leader_election(self) -> LeaderElectionMetrics:
         """Leader election metrics reporting here."""

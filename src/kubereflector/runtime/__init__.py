@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .controller import Controller, ControllerStoppedError
 from .predicates import (
     Predicate,
     and_,
@@ -16,6 +17,8 @@ from .predicates import (
 from .reconcile import ReconcileFunc, Request, Result, TerminalError
 
 __all__ = [
+    "Controller",
+    "ControllerStoppedError",
     "Predicate",
     "ReconcileFunc",
     "Request",
