@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from .controller import Controller, ControllerStoppedError
+from .finalizer import FinalizerStep, finalizer, finalizer_step, finalizer_sync
+from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
+from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
 from .predicates import (
     Predicate,
     and_,
@@ -19,13 +22,26 @@ from .reconcile import ReconcileFunc, Request, Result, TerminalError
 __all__ = [
     "Controller",
     "ControllerStoppedError",
+    "EnqueueRequestsHandler",
+    "FinalizerStep",
+    "LeaderElection",
+    "LeaderElectionLostError",
+    "Manager",
+    "ManagerError",
+    "Mapper",
     "Predicate",
     "ReconcileFunc",
     "Request",
+    "RequestQueue",
     "Result",
     "TerminalError",
     "and_",
     "annotations_changed",
+    "enqueue_object",
+    "enqueue_owner",
+    "finalizer",
+    "finalizer_step",
+    "finalizer_sync",
     "generation_changed",
     "label_selector",
     "labels_changed",

@@ -152,7 +152,8 @@ class Manager:
 
     ``config_or_client``: a :class:`~kubereflector.client.ClientConfig` (the
     manager makes the Client and closes it) or a
-    :class:`~kubereflector.client.Client` (yours; not closed). ``namespace``:
+    :class:`~kubereflector.client.Client` (yours; not closed; its requests are
+    counted in the manager's metrics unless it reports elsewhere). ``namespace``:
     watch only this namespace (default: all). ``metrics_port``/``health_port``:
     serve ``/metrics`` and ``/healthz`` + ``/readyz`` there (``None``: not at
     all; ``0``: any free port, see :attr:`metrics_url`), on ``bind_address``.
@@ -212,6 +213,8 @@ class Manager:
         self._clock: Clock = clock if clock is not None else RealClock()
         self.metrics = metrics if metrics is not None else Metrics()
         """The manager's :class:`~kubereflector.metrics.Metrics` (served at ``/metrics``)."""
+        if getattr(self._client, "request_metrics", False) is None:
+            self._client.request_metrics = self.metrics.rest_client()
         self._factory = SharedInformerFactory(self._client, namespace=self._namespace)
         self.metrics.add_informers(self._factory.informers)
         self._specs: list[_Spec] = []
@@ -228,6 +231,7 @@ class Manager:
         self._leading = False
         self._failure: BaseException | None = None
         self._finished: asyncio.Event | None = None
+        self._elected: asyncio.Event | None = None
 
     # -- what the manager holds -------------------------------------------------------
 
@@ -258,6 +262,14 @@ class Manager:
     def is_leader(self) -> bool:
         """Whether the controllers run now (always, once started, without leader election)."""
         return self._leading
+
+    async def wait_elected(self) -> None:
+        """Return once this manager leads and its controllers run (at once after the
+        start without leader election); controller-runtime's ``Elected()``. Await
+        it on the manager's event loop, after entering or starting it."""
+        if self._elected is None:
+            raise ManagerError("enter or run the manager before waiting for its election")
+        await self._elected.wait()
 
     def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer:
         """The shared informer of ``resource`` (see :meth:`SharedInformerFactory.informer_for
@@ -451,6 +463,7 @@ class Manager:
             self._loop = loop
             self._stop_event = asyncio.Event()
             self._finished = asyncio.Event()
+            self._elected = asyncio.Event()
             if self._stop_requested:
                 self._stop_event.set()
         try:
@@ -503,6 +516,7 @@ class Manager:
 
     async def _run(self) -> None:
         assert self._stop_event is not None
+        work: asyncio.Task[None] | None = None
         await self._start_servers()
         try:
             plans = [await self._plan(spec) for spec in self._specs]
@@ -528,6 +542,11 @@ class Manager:
             if not work.cancelled():
                 work.result()
         finally:
+            # Cancelled (not stopped): everything ends at once; a Lease is released
+            # only if release_on_cancel says so.
+            if work is not None and not work.done():
+                work.cancel()
+                await asyncio.wait({work})
             for server in self._servers:
                 await server.stop()
 
@@ -650,6 +669,8 @@ class Manager:
         controllers = [make() for make in plans]
         self._controllers = controllers
         self._leading = True
+        assert self._elected is not None
+        self._elected.set()
         tasks = {asyncio.create_task(c.run(), name=f"controller {c.name}") for c in controllers}
         try:
             pending = set(tasks)
@@ -663,6 +684,7 @@ class Manager:
                         self.stop()
         finally:
             self._leading = False
+            self._elected.clear()
             for task in tasks:
                 task.cancel()
             await asyncio.wait(tasks)
