@@ -18,7 +18,12 @@ one) and hands each part of kubereflector the small recorder it reports to:
 * process and platform metrics (``process_*``, ``python_*``), as Go components
   export their process and runtime metrics.
 
-Every recorder is thread-safe (prometheus-client's metrics are).
+Recording is cheap (a few bytecodes per update, see ``_families``): the
+metrics are kept as plain numbers and handed to prometheus-client as metric
+families when the registry is scraped. Each recorder is updated from one thread
+at a time: the runtime's from its event loop, a work queue's with the queue's
+lock held; :class:`RestClientMetrics` takes a lock of its own (clients on
+several loops may share one).
 """
 
 from __future__ import annotations
@@ -26,20 +31,19 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from prometheus_client import (
     CollectorRegistry,
-    Counter,
-    Gauge,
     GCCollector,
-    Histogram,
     PlatformCollector,
     ProcessCollector,
     generate_latest,
 )
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from ._families import Counter, Families, Family, Gauge, Histogram
 
 if TYPE_CHECKING:
     from ..shared_informer import SharedIndexInformer
@@ -104,24 +108,19 @@ _WORKQUEUE_BUCKETS: Final = tuple(1e-8 * 10**i for i in range(12))
 _RESULTS: Final = ("success", "error", "requeue", "requeue_after")
 
 
-def _base(name: str) -> str:
-    """prometheus-client adds ``_total`` to counters itself."""
-    return name.removesuffix("_total")
-
-
 class ControllerMetrics:
     """The reconcile metrics of one controller (controller-runtime's), label
-    ``controller`` bound. Thread-safe."""
+    ``controller`` bound. Update it from one thread at a time."""
 
     __slots__ = ("_active", "_errors", "_max", "_results", "_terminal", "_time")
 
     def __init__(self, metrics: Metrics, controller: str) -> None:
-        self._results = {r: metrics._reconcile_total.labels(controller, r) for r in _RESULTS}
-        self._errors = metrics._reconcile_errors.labels(controller)
-        self._terminal = metrics._terminal_errors.labels(controller)
-        self._time = metrics._reconcile_time.labels(controller)
-        self._max = metrics._max_concurrent.labels(controller)
-        self._active = metrics._active_workers.labels(controller)
+        self._results = {r: metrics._reconcile_total.counter(controller, r) for r in _RESULTS}
+        self._errors = metrics._reconcile_errors.counter(controller)
+        self._terminal = metrics._terminal_errors.counter(controller)
+        self._time = metrics._reconcile_time.histogram(controller)
+        self._max = metrics._max_concurrent.gauge(controller)
+        self._active = metrics._active_workers.gauge(controller)
 
     def set_max_concurrent_reconciles(self, workers: int) -> None:
         self._max.set(workers)
@@ -156,37 +155,41 @@ class LeaderElectionMetrics:
         self._slowpath = metrics._leader_slowpath
 
     def on(self, name: str) -> None:
-        self._status.labels(name).set(1)
+        self._status.gauge(name).set(1)
 
     def off(self, name: str) -> None:
-        self._status.labels(name).set(0)
+        self._status.gauge(name).set(0)
 
     def slowpath_exercised(self, name: str) -> None:
-        self._slowpath.labels(name).inc()
+        self._slowpath.counter(name).inc()
 
 
 class RestClientMetrics:
     """``rest_client_requests_total{code,method,host}`` and
     ``rest_client_request_duration_seconds{verb,host}``: a
     :class:`~kubereflector.client.RequestMetrics` (``code`` is ``<error>`` when no
-    answer came). The latency runs from sending to the answer's headers."""
+    answer came). The latency runs from sending to the answer's headers.
+    Thread-safe."""
 
-    __slots__ = ("_latency", "_requests")
+    __slots__ = ("_latency", "_lock", "_requests")
 
     def __init__(self, metrics: Metrics) -> None:
         self._requests = metrics._rest_requests
         self._latency = metrics._rest_latency
+        self._lock = threading.Lock()
 
     def observe(self, method: str, code: str, host: str, seconds: float) -> None:
-        self._requests.labels(code, method, host).inc()
-        self._latency.labels(method, host).observe(seconds)
+        with self._lock:
+            self._requests.counter(code, method, host).inc()
+            self._latency.histogram(method, host).observe(seconds)
 
 
 class WorkqueueMetricsProvider:
-    """client-go's workqueue ``MetricsProvider`` over Prometheus, as controller-runtime
-    registers it: each ``new_*_metric(name)`` returns the metric's child for
-    ``name`` (labels ``name`` and ``controller`` both set to it), with ``inc``,
-    ``dec``, ``set`` or ``observe`` as the metric's kind has them."""
+    """client-go's workqueue ``MetricsProvider``, with controller-runtime's labels:
+    each ``new_*_metric(name)`` returns the metric's child for ``name`` (labels
+    ``name`` and ``controller`` both set to it), with ``inc``, ``dec``, ``set``
+    or ``observe`` as the metric's kind has them. (A work queue updates its
+    metrics with its lock held.)"""
 
     __slots__ = ("_m",)
 
@@ -194,25 +197,25 @@ class WorkqueueMetricsProvider:
         self._m = metrics
 
     def new_depth_metric(self, name: str) -> Gauge:
-        return self._m._wq_depth.labels(name, name)
+        return self._m._wq_depth.gauge(name, name)
 
     def new_adds_metric(self, name: str) -> Counter:
-        return self._m._wq_adds.labels(name, name)
+        return self._m._wq_adds.counter(name, name)
 
     def new_latency_metric(self, name: str) -> Histogram:
-        return self._m._wq_latency.labels(name, name)
+        return self._m._wq_latency.histogram(name, name)
 
     def new_work_duration_metric(self, name: str) -> Histogram:
-        return self._m._wq_work_duration.labels(name, name)
+        return self._m._wq_work_duration.histogram(name, name)
 
     def new_unfinished_work_seconds_metric(self, name: str) -> Gauge:
-        return self._m._wq_unfinished.labels(name, name)
+        return self._m._wq_unfinished.gauge(name, name)
 
     def new_longest_running_processor_seconds_metric(self, name: str) -> Gauge:
-        return self._m._wq_longest.labels(name, name)
+        return self._m._wq_longest.gauge(name, name)
 
     def new_retries_metric(self, name: str) -> Counter:
-        return self._m._wq_retries.labels(name, name)
+        return self._m._wq_retries.counter(name, name)
 
 
 InformerSource = Callable[[], Mapping[str, "SharedIndexInformer"]]
@@ -305,115 +308,122 @@ class Metrics:
         reg = self.registry
         self._refresher = _QueueRefresher()
         reg.register(self._refresher)
-        self._reconcile_total = Counter(
-            _base(RECONCILE_TOTAL),
+        families = Families()
+
+        def family(
+            kind: Literal["counter", "gauge", "histogram"],
+            name: str,
+            documentation: str,
+            labels: list[str],
+            buckets: tuple[float, ...] = (),
+        ) -> Family:
+            return families.add(Family(kind, name, documentation, labels, buckets))
+
+        self._reconcile_total = family(
+            "counter",
+            RECONCILE_TOTAL,
             "Total number of reconciliations per controller",
             ["controller", "result"],
-            registry=reg,
         )
-        self._reconcile_errors = Counter(
-            _base(RECONCILE_ERRORS_TOTAL),
+        self._reconcile_errors = family(
+            "counter",
+            RECONCILE_ERRORS_TOTAL,
             "Total number of reconciliation errors per controller",
             ["controller"],
-            registry=reg,
         )
-        self._terminal_errors = Counter(
-            _base(TERMINAL_RECONCILE_ERRORS_TOTAL),
+        self._terminal_errors = family(
+            "counter",
+            TERMINAL_RECONCILE_ERRORS_TOTAL,
             "Total number of terminal reconciliation errors per controller",
             ["controller"],
-            registry=reg,
         )
-        self._reconcile_time = Histogram(
+        self._reconcile_time = family(
+            "histogram",
             RECONCILE_TIME_SECONDS,
             "Length of time per reconciliation per controller",
             ["controller"],
-            buckets=_RECONCILE_BUCKETS,
-            registry=reg,
+            _RECONCILE_BUCKETS,
         )
-        self._max_concurrent = Gauge(
+        self._max_concurrent = family(
+            "gauge",
             MAX_CONCURRENT_RECONCILES,
             "Maximum number of concurrent reconciles per controller",
             ["controller"],
-            registry=reg,
         )
-        self._active_workers = Gauge(
+        self._active_workers = family(
+            "gauge",
             ACTIVE_WORKERS,
             "Number of currently used workers per controller",
             ["controller"],
-            registry=reg,
         )
-        queue_labels = ["name", "controller"]
-        self._wq_depth = Gauge(
-            WORKQUEUE_DEPTH, "Current depth of workqueue", queue_labels, registry=reg
+        queue = ["name", "controller"]
+        self._wq_depth = family("gauge", WORKQUEUE_DEPTH, "Current depth of workqueue", queue)
+        self._wq_adds = family(
+            "counter", WORKQUEUE_ADDS_TOTAL, "Total number of adds handled by workqueue", queue
         )
-        self._wq_adds = Counter(
-            _base(WORKQUEUE_ADDS_TOTAL),
-            "Total number of adds handled by workqueue",
-            queue_labels,
-            registry=reg,
-        )
-        self._wq_latency = Histogram(
+        self._wq_latency = family(
+            "histogram",
             WORKQUEUE_QUEUE_DURATION_SECONDS,
             "How long in seconds an item stays in workqueue before being requested",
-            queue_labels,
-            buckets=_WORKQUEUE_BUCKETS,
-            registry=reg,
+            queue,
+            _WORKQUEUE_BUCKETS,
         )
-        self._wq_work_duration = Histogram(
+        self._wq_work_duration = family(
+            "histogram",
             WORKQUEUE_WORK_DURATION_SECONDS,
             "How long in seconds processing an item from workqueue takes",
-            queue_labels,
-            buckets=_WORKQUEUE_BUCKETS,
-            registry=reg,
+            queue,
+            _WORKQUEUE_BUCKETS,
         )
-        self._wq_unfinished = Gauge(
+        self._wq_unfinished = family(
+            "gauge",
             WORKQUEUE_UNFINISHED_WORK_SECONDS,
             "How many seconds of work has been done that is in progress and hasn't been "
             "observed by work_duration. Large values indicate stuck threads. One can deduce "
             "the number of stuck threads by observing the rate at which this increases.",
-            queue_labels,
-            registry=reg,
+            queue,
         )
-        self._wq_longest = Gauge(
+        self._wq_longest = family(
+            "gauge",
             WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS,
             "How many seconds has the longest running processor for workqueue been running.",
-            queue_labels,
-            registry=reg,
+            queue,
         )
-        self._wq_retries = Counter(
-            _base(WORKQUEUE_RETRIES_TOTAL),
+        self._wq_retries = family(
+            "counter",
+            WORKQUEUE_RETRIES_TOTAL,
             "Total number of retries handled by workqueue",
-            queue_labels,
-            registry=reg,
+            queue,
         )
-        self._leader_status = Gauge(
+        self._leader_status = family(
+            "gauge",
             LEADER_ELECTION_MASTER_STATUS,
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
             "backup, 1 indicates master. 'name' is the string used to identify the lease. "
             "Please make sure to group by name.",
             ["name"],
-            registry=reg,
         )
-        self._leader_slowpath = Counter(
-            _base(LEADER_ELECTION_SLOWPATH_TOTAL),
+        self._leader_slowpath = family(
+            "counter",
+            LEADER_ELECTION_SLOWPATH_TOTAL,
             "Total number of slow path exercised in renewing leader leases. 'name' is the "
             "string used to identify the lease. Please make sure to group by name.",
             ["name"],
-            registry=reg,
         )
-        self._rest_requests = Counter(
-            _base(REST_CLIENT_REQUESTS_TOTAL),
+        self._rest_requests = family(
+            "counter",
+            REST_CLIENT_REQUESTS_TOTAL,
             "Number of HTTP requests, partitioned by status code, method, and host.",
             ["code", "method", "host"],
-            registry=reg,
         )
-        self._rest_latency = Histogram(
+        self._rest_latency = family(
+            "histogram",
             REST_CLIENT_REQUEST_DURATION_SECONDS,
             "Request latency in seconds. Broken down by verb and host.",
             ["verb", "host"],
-            buckets=_RECONCILE_BUCKETS,
-            registry=reg,
+            _RECONCILE_BUCKETS,
         )
+        reg.register(families)
         self._informer_sources: list[InformerSource] = []
         reg.register(_InformerCollector(self._informer_sources))
         if process:
