@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from .controller import Controller, ControllerStoppedError
-from .finalizer import FinalizerStep, finalizer, finalizer_step, finalizer_sync
+from .finalizer import (
+    FinalizerStep,
+    finalizer,
+    finalizer_step,
+    finalizer_sync,
+    remove_finalizer_patch,
+)
 from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
 from .predicates import (
@@ -47,5 +53,6 @@ __all__ = [
     "labels_changed",
     "not_",
     "or_",
+    "remove_finalizer_patch",
     "resource_version_changed",
 ]

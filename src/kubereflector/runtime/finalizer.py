@@ -38,7 +38,13 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from ..keys import get_metadata, get_name
 
-__all__ = ["FinalizerStep", "finalizer", "finalizer_step", "finalizer_sync"]
+__all__ = [
+    "FinalizerStep",
+    "finalizer",
+    "finalizer_step",
+    "finalizer_sync",
+    "remove_finalizer_patch",
+]
 
 T = TypeVar("T")
 
@@ -62,6 +68,17 @@ def _meta_value(obj: Any, json_name: str, attr_name: str) -> Any:
     return getattr(meta, attr_name, None)
 
 
+def remove_finalizer_patch(obj: Any, name: str) -> list[dict[str, Any]] | None:
+    """The JSON patch removing finalizer ``name`` from ``obj`` (testing first that
+    it is still where ``obj`` has it), or ``None`` if ``obj`` does not have it.
+    For a controller that lets go of an object it no longer manages."""
+    finalizers = list(_meta_value(obj, "finalizers", "finalizers") or [])
+    if name not in finalizers:
+        return None
+    path = f"/metadata/finalizers/{finalizers.index(name)}"
+    return [{"op": "test", "path": path, "value": name}, {"op": "remove", "path": path}]
+
+
 def finalizer_step(obj: Any, name: str) -> tuple[FinalizerStep, list[dict[str, Any]] | None]:
     """The pure decision: which step the object is at, and the JSON patch to send
     after (``add``) or after a successful cleanup (``cleanup``); ``None`` for the
@@ -76,11 +93,7 @@ def finalizer_step(obj: Any, name: str) -> tuple[FinalizerStep, list[dict[str, A
     if name in finalizers:
         if not deleting:
             return "apply", None
-        path = f"/metadata/finalizers/{finalizers.index(name)}"
-        return "cleanup", [
-            {"op": "test", "path": path, "value": name},
-            {"op": "remove", "path": path},
-        ]
+        return "cleanup", remove_finalizer_patch(obj, name)
     if deleting:
         return "done", None
     if not finalizers:
