@@ -54,6 +54,9 @@ __all__ = ["Controller", "ControllerStoppedError"]
 
 logger = logging.getLogger("kubereflector.runtime")
 
+_YIELD_EVERY: Final = 64
+"""Reconciles a worker runs in a row before it lets the loop's other tasks run."""
+
 _RESULT_SUCCESS: Final = "success"
 _RESULT_ERROR: Final = "error"
 _RESULT_REQUEUE: Final = "requeue"
@@ -287,6 +290,7 @@ class Controller:
 
     async def _worker(self) -> None:
         queue = self._queue
+        in_a_row = 0
         while not self._stopping:
             try:
                 request = await queue.get()
@@ -298,6 +302,12 @@ class Controller:
                 await self._reconcile_one(request)
             finally:
                 queue.done(request)
+            in_a_row += 1
+            if in_a_row >= _YIELD_EVERY:
+                # A full queue and reconciles that never wait would otherwise hold
+                # the loop: the watches, the lease renewals and the probes wait.
+                in_a_row = 0
+                await asyncio.sleep(0)
 
     async def _reconcile_one(self, request: Request) -> None:
         queue = self._queue
