@@ -479,3 +479,21 @@ async def test_a_reconciler_returning_something_else_is_an_error(
             await clock.advance(1)
             assert len(reconcile.calls) == 2
     assert "returns a Result or None, not str" in caplog.text
+
+
+async def test_workers_let_other_tasks_run_while_the_queue_is_full() -> None:
+    clock = FakeClock()
+    source = FakeControllerSource()
+    for i in range(1000):
+        source.add(cm(f"cm-{i}"))
+    reconcile = Reconciler()  # never waits
+    async with running(source, clock=clock) as (informer,):
+        controller = Controller(reconcile, for_=(informer, CONFIGMAPS), clock=clock)
+        async with started(controller):
+            await reconcile.wait_for(lambda: len(reconcile.calls) >= 1)
+            seen_by_another_task = len(reconcile.calls)
+            await asyncio.sleep(0)  # this task runs again...
+            seen_later = len(reconcile.calls)
+            # ...long before the worker has drained the queue.
+            assert seen_later - seen_by_another_task <= 64
+            await reconcile.wait_for(lambda: len(reconcile.calls) == 1000)
