@@ -63,6 +63,18 @@ _RESULT_REQUEUE: Final = "requeue"
 _RESULT_REQUEUE_AFTER: Final = "requeue_after"
 
 
+def _check_workers(max_concurrent_reconciles: object) -> None:
+    """Raise ``ValueError`` unless ``max_concurrent_reconciles`` is an integer >= 1."""
+    if (
+        isinstance(max_concurrent_reconciles, bool)
+        or not isinstance(max_concurrent_reconciles, int)
+        or max_concurrent_reconciles < 1
+    ):
+        raise ValueError(
+            f"max_concurrent_reconciles must be an integer >= 1, not {max_concurrent_reconciles!r}"
+        )
+
+
 class ControllerStoppedError(RuntimeError):
     """The controller has run and stopped; make a new one to run again."""
 
@@ -122,15 +134,7 @@ class Controller:
     ) -> None:
         if not callable(reconcile):
             raise TypeError(f"reconcile must be callable, not {type(reconcile).__name__}")
-        if (
-            isinstance(max_concurrent_reconciles, bool)
-            or not isinstance(max_concurrent_reconciles, int)
-            or max_concurrent_reconciles < 1
-        ):
-            raise ValueError(
-                f"max_concurrent_reconciles must be an integer >= 1, "
-                f"not {max_concurrent_reconciles!r}"
-            )
+        _check_workers(max_concurrent_reconciles)
         informer, info = for_
         if not isinstance(informer, SharedIndexInformer):
             raise TypeError(f"for_ takes an informer, not {type(informer).__name__}")

@@ -33,10 +33,10 @@ and the patches propagate unchanged.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
 
-from ..keys import get_metadata, get_name
+from ..keys import _meta_field, get_metadata, get_name
 
 __all__ = [
     "FinalizerStep",
@@ -60,12 +60,7 @@ class _SyncPatcher(Protocol):
 
 
 def _meta_value(obj: Any, json_name: str, attr_name: str) -> Any:
-    meta = get_metadata(obj)
-    if meta is None:
-        return None
-    if isinstance(meta, Mapping):
-        return meta.get(json_name)
-    return getattr(meta, attr_name, None)
+    return _meta_field(get_metadata(obj), json_name, attr_name)
 
 
 def remove_finalizer_patch(obj: Any, name: str) -> list[dict[str, Any]] | None:

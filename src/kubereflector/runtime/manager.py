@@ -59,7 +59,7 @@ from ..leaderelection import (
     default_identity,
 )
 from ..metrics import Metrics, MetricsServer
-from .controller import Controller
+from .controller import Controller, _check_workers
 from .handlers import Mapper
 from .predicates import Predicate
 from .reconcile import ReconcileFunc, Request
@@ -398,15 +398,7 @@ class Manager:
         for p in predicates:
             if not isinstance(p, Predicate):
                 raise TypeError(f"predicates are Predicates, not {type(p).__name__}")
-        if (
-            isinstance(max_concurrent_reconciles, bool)
-            or not isinstance(max_concurrent_reconciles, int)
-            or max_concurrent_reconciles < 1
-        ):
-            raise ValueError(
-                "max_concurrent_reconciles must be an integer >= 1, "
-                f"not {max_concurrent_reconciles!r}"
-            )
+        _check_workers(max_concurrent_reconciles)
         controller_name = name or for_
 
         def register(fn: F) -> F:

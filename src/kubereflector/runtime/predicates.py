@@ -31,7 +31,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from ..keys import DeletedFinalStateUnknown, get_labels, get_metadata, get_resource_version
+from ..keys import (
+    DeletedFinalStateUnknown,
+    _meta_field,
+    get_labels,
+    get_metadata,
+    get_resource_version,
+)
 from ..selectors import LabelSelector, label_selector_from_dict
 
 __all__ = [
@@ -121,12 +127,7 @@ def _last_state(obj: Any) -> Any:
 
 
 def _meta_value(obj: Any, json_name: str, attr_name: str) -> Any:
-    meta = get_metadata(obj)
-    if meta is None:
-        return None
-    if isinstance(meta, Mapping):
-        return meta.get(json_name)
-    return getattr(meta, attr_name, None)
+    return _meta_field(get_metadata(obj), json_name, attr_name)
 
 
 def _changed(json_name: str, attr_name: str, label: str) -> Predicate:
