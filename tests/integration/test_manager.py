@@ -257,8 +257,7 @@ async def test_metrics_and_probes_are_served_over_http(target: Target) -> None:
         ok = ("controller", "configmaps"), ("result", "success")
         assert values[("controller_runtime_reconcile_total", ok)] >= 1
         assert values[("controller_runtime_max_concurrent_reconciles", (ok[0],))] == 1
-        lease = f"{target.namespace}/kr-test-lease"
-        assert values[("leader_election_master_status", (("name", lease),))] == 1
+        assert values[("leader_election_master_status", (("name", "kr-test-lease"),))] == 1
         assert (
             values[("workqueue_adds_total", (("controller", "configmaps"), ("name", "configmaps")))]
             >= 1

@@ -711,6 +711,7 @@ class Manager:
             release_on_cancel=options.release_on_cancel,
             on_started_leading=lead,
             on_new_leader=lambda identity: logger.info("new leader: %s", identity),
+            name=options.name,  # the metrics' label, as controller-runtime's leader election ID
             clock=self._clock,
             metrics=self.metrics.leader_election(),
         )
