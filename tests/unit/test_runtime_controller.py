@@ -139,7 +139,7 @@ async def started(controller: Controller) -> AsyncIterator[asyncio.Task[None]]:
             await task
 
 
-def req(name: str, namespace: str | None = "ns") -> Request:
+def req(name: str, namespace: str = "ns") -> Request:
     return Request(namespace, name)
 
 

@@ -57,7 +57,7 @@ class RequestQueue(Protocol):
 
 def _request_of_key(key: str) -> Request:
     namespace, name = split_meta_namespace_key(key)
-    return Request(namespace or None, name)
+    return Request(namespace, name)
 
 
 def enqueue_object(obj: Any) -> tuple[Request, ...]:
@@ -68,7 +68,7 @@ def enqueue_object(obj: Any) -> tuple[Request, ...]:
         if type(meta) is dict:
             name = meta.get("name")
             if name:
-                return (Request(meta.get("namespace") or None, name),)
+                return (Request(meta.get("namespace") or "", name),)
     if type(obj) is DeletedFinalStateUnknown:
         return (_request_of_key(obj.key),)
     if obj is None:
@@ -88,7 +88,7 @@ def enqueue_owner(group: str, kind: str, *, namespaced: bool = True) -> Mapper:
     (controller-runtime's ``EnqueueRequestForOwner`` with ``OnlyControllerOwner``):
     the ``ownerReferences`` entry with ``controller: true`` whose ``apiVersion``
     has that group (any version) and whose ``kind`` matches. The owner's
-    namespace is the object's (``None`` when the owner kind is cluster-scoped,
+    namespace is the object's (``""`` when the owner kind is cluster-scoped,
     ``namespaced=False``). Objects without such an owner map to nothing."""
 
     def owner(obj: Any) -> tuple[Request, ...]:
@@ -117,7 +117,7 @@ def enqueue_owner(group: str, kind: str, *, namespaced: bool = True) -> Mapper:
                 and _group_of(ref.get("apiVersion")) == group
                 and ref.get("name")
             ):
-                return (Request((namespace or None) if namespaced else None, ref["name"]),)
+                return (Request((namespace or "") if namespaced else "", ref["name"]),)
         return ()
 
     owner.__name__ = f"enqueue_owner({group or 'core'}/{kind})"
@@ -147,8 +147,8 @@ class EnqueueRequestsHandler:
         add = self._queue.add
         for request in requests:
             if type(request) is not Request:
-                namespace, name = request  # a (namespace, name) pair; "" means none
-                request = Request(namespace or None, name)
+                namespace, name = request  # a (namespace, name) pair; "" or None: none
+                request = Request(namespace or "", name)
             add(request, priority=priority)
 
     async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:

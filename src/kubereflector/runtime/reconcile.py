@@ -29,10 +29,11 @@ __all__ = ["ReconcileFunc", "Request", "Result", "TerminalError"]
 
 
 class Request(NamedTuple):
-    """One object to reconcile: its namespace (``None`` for a cluster-scoped
-    object) and name. Immutable, hashable, cheap (a tuple)."""
+    """One object to reconcile: its namespace (``""`` for a cluster-scoped
+    object, as controller-runtime's ``NamespacedName``) and name. Immutable,
+    hashable, cheap (a tuple)."""
 
-    namespace: str | None
+    namespace: str
     name: str
 
     @classmethod
@@ -42,7 +43,7 @@ class Request(NamedTuple):
         name = get_name(obj)
         if not name:
             raise ValueError("cannot make a Request for an object without metadata.name")
-        return cls(get_namespace(obj) or None, name)
+        return cls(get_namespace(obj) or "", name)
 
     @property
     def key(self) -> str:
