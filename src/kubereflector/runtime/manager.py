@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 
+from .._loop_thread import LoopThread
 from ..backoff import Clock, RealClock
 from ..client.config import ClientConfig
 from ..client.rest import Client
@@ -66,6 +67,7 @@ from .reconcile import ReconcileFunc, Request
 
 if TYPE_CHECKING:
     from ..client.discovery import ResourceInfo
+    from ..client.sync import SyncClient
     from ..listers import Lister
     from ..shared_informer import SharedIndexInformer
     from ..workqueue import RateLimiter
@@ -232,6 +234,7 @@ class Manager:
         self._failure: BaseException | None = None
         self._finished: asyncio.Event | None = None
         self._elected: asyncio.Event | None = None
+        self._loop_handle: LoopThread | None = None
 
     # -- what the manager holds -------------------------------------------------------
 
@@ -239,6 +242,21 @@ class Manager:
     def client(self) -> Client:
         """The async Client (use it on the manager's event loop)."""
         return self._client
+
+    @property
+    def sync_client(self) -> SyncClient:
+        """A :class:`~kubereflector.client.SyncClient` on the manager's Client and
+        event loop: blocking writes for plain-function reconcilers (on their worker
+        threads) and other threads, while the manager runs. Each call gives a new,
+        cheap one; closing it closes nothing. Its calls raise ``RuntimeError`` on
+        the manager's own loop thread (use :attr:`client` in coroutines there);
+        this raises :class:`ManagerError` before the manager is entered or run."""
+        from ..client.sync import SyncClient
+
+        handle = self._loop_handle
+        if handle is None:
+            raise ManagerError("the manager has no event loop yet: use sync_client while it runs")
+        return SyncClient._sharing(self._client, handle)
 
     @property
     def factory(self) -> SharedInformerFactory:
@@ -453,6 +471,7 @@ class Manager:
                 raise ManagerError(f"this manager has been {self._state} already")
             self._state = "entered"
             self._loop = loop
+            self._loop_handle = LoopThread.adopt(loop, threading.current_thread())
             self._stop_event = asyncio.Event()
             self._finished = asyncio.Event()
             self._elected = asyncio.Event()
@@ -587,8 +606,6 @@ class Manager:
         trigger a graceful :meth:`stop`. Raises ``RuntimeError`` where an event
         loop runs in this thread (``await manager.run()`` there).
         """
-        from .._loop_thread import LoopThread
-
         try:
             asyncio.get_running_loop()
         except RuntimeError:
