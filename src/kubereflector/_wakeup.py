@@ -124,6 +124,22 @@ def _has_items(ready: Callable[[], bool]) -> bool:
         return False
 
 
+def _withdraw(
+    lock: threading.RLock,
+    waiters: Waiters,
+    waiter: asyncio.Future[None] | ThreadWaiter,
+    ready: Callable[[], bool],
+) -> None:
+    """Take a waiter that gives up (cancelled, interrupted) out of ``waiters``."""
+    with lock:
+        try:
+            waiters.remove(waiter)
+        except ValueError:
+            # A writer already spent a wakeup on it: hand it on.
+            if waiters and _has_items(ready):
+                waiters.wake()
+
+
 async def pop_blocking(
     lock: threading.RLock,
     waiters: Waiters,
@@ -147,13 +163,7 @@ async def pop_blocking(
         try:
             await fut
         except BaseException:
-            with lock:
-                try:
-                    waiters.remove(fut)
-                except ValueError:
-                    # A writer already spent a wakeup on us: hand it on.
-                    if waiters and _has_items(ready):
-                        waiters.wake()
+            _withdraw(lock, waiters, fut, ready)
             raise
 
 
@@ -191,13 +201,7 @@ def pop_blocking_thread(
         try:
             woken = waiter.wait(remaining)
         except BaseException:  # interrupted (KeyboardInterrupt)
-            with lock:
-                try:
-                    waiters.remove(waiter)
-                except ValueError:
-                    # A writer already spent a wakeup on us: hand it on.
-                    if waiters and _has_items(ready):
-                        waiters.wake()
+            _withdraw(lock, waiters, waiter, ready)
             raise
         if not woken:
             # Timed out: the loop checks once more, then raises QueueEmpty. Had a

@@ -38,6 +38,12 @@ def namespaced_name(obj: Any) -> tuple[str, str]:
     return split_meta_namespace_key(deletion_handling_meta_namespace_key_func(obj))
 
 
+def _unchanged(old: Any, new: Any) -> bool:
+    """Whether an update changed nothing: a resync, the same ``resourceVersion``."""
+    version = get_resource_version(new)
+    return version is not None and version == get_resource_version(old)
+
+
 class EnqueueHandler(Generic[K]):
     """A :class:`~kubereflector.ResourceEventHandler` that adds
     ``key_func(obj)`` of every added, updated (the new object) and deleted
@@ -91,16 +97,15 @@ class EnqueueHandler(Generic[K]):
         self.low_priority = low_priority
 
     async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        priority = self.low_priority if is_in_initial_list else None
-        self.queue.add(self.key_func(obj), priority=priority or 0)
+        low = self.low_priority
+        self.queue.add(self.key_func(obj), low if is_in_initial_list and low is not None else 0)
 
     async def on_update(self, old: Any, new: Any) -> None:
-        priority = None
-        if self.low_priority is not None:
-            version = get_resource_version(new)
-            if version is not None and version == get_resource_version(old):
-                priority = self.low_priority
-        self.queue.add(self.key_func(new), priority=priority or 0)
+        low = self.low_priority
+        if low is not None and _unchanged(old, new):
+            self.queue.add(self.key_func(new), low)
+        else:
+            self.queue.add(self.key_func(new))
 
     async def on_delete(self, obj: Any) -> None:
         self.queue.add(self.key_func(obj))

@@ -129,28 +129,14 @@ class WorkQueue(Generic[T]):
         ``add_after``'s: a keyword-only argument would cost this hot method a
         third of its time on CPython 3.11.)
         """
-        queued = self._queued
-        current = queued.get(item)
+        current = self._queued.get(item)
         if current is not None and current >= priority:
             # Queued already, at this priority or a higher one: nothing to do. No
             # lock needed: the add takes effect (as a no-op) at this read.
             return
         with self._lock:
-            if self._shutting_down:
-                return
-            if item in queued or item in self._processing:
-                self._add_again_locked(item, priority)
-                return
-            # _add_locked, inlined: this is the hot path.
-            queued[item] = priority
-            if priority == 0:
-                self._default.append(item)
-            else:
-                self._line(priority).append(item)
-            if self._metrics is not None:
-                self._metrics.add(item)
-            if self._waiters:
-                self._waiters.wake()
+            if not self._shutting_down:
+                self._add_locked(item, priority)
 
     def _add_locked(self, item: T, priority: int) -> None:
         queued = self._queued
@@ -255,17 +241,8 @@ class WorkQueue(Generic[T]):
         queued. Waiting does not block the event loop; cancelling it takes nothing.
         """
         with self._lock:
-            if self._queued:
-                # _get_locked, inlined for the common case: this is the hot path.
-                if self._stale or len(self._order) > 1:
-                    item = self._next_by_priority_locked()
-                else:
-                    item = self._default.popleft()
-                del self._queued[item]
-                self._processing.add(item)
-                if self._metrics is not None:
-                    self._metrics.get(item)
-                return item
+            if self._queued:  # no need to wait: spare pop_blocking's coroutine
+                return self._get_locked()
         return await pop_blocking(
             self._lock, self._waiters, self._ready_locked, self._get_locked, None
         )
