@@ -331,3 +331,25 @@ def test_delayed_items_outlive_the_loop_that_timed_them() -> None:
 
     assert asyncio.run(second_program()) == "a"
     q.shut_down()
+
+
+def test_a_thread_waiting_for_a_delayed_item_outlives_the_timers_loop() -> None:
+    clock = ThreadSafeManualClock()
+    q: DelayingQueue[str] = DelayingQueue(clock=clock)
+    got: list[str] = []
+    thread = threading.Thread(target=lambda: got.append(q.get_blocking(timeout=20)))
+
+    async def program() -> None:
+        q.add_after("late", 5)  # timed on this loop...
+        await asyncio.sleep(0)
+        thread.start()  # ...while a thread waits for it
+        # White-box, to order the steps: no public API tells that a thread waits.
+        while not q._waiters:
+            await asyncio.to_thread(thread.join, 0)
+
+    asyncio.run(program())  # the loop ends: the thread must not wait for ever
+    assert clock.wait_for_sleeper(10)  # timed again, elsewhere
+    clock.advance(5)
+    thread.join(20)
+    assert got == ["late"]
+    q.shut_down()

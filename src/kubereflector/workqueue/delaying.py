@@ -26,7 +26,7 @@ import threading
 from typing import Any, Final
 
 from .._loop_thread import LoopThread
-from .._wakeup import Waiters
+from .._wakeup import ThreadWaiter, Waiters
 from ..backoff import Clock
 from .metrics import MetricsProvider
 from .queue import T, WorkQueue
@@ -223,9 +223,15 @@ class DelayingQueue(WorkQueue[T]):
                             self._timer_waiters.remove(wake)
                 if sleep.done() and not sleep.cancelled() and sleep.exception() is not None:
                     raise RuntimeError(f"{clock!r}.sleep() failed") from sleep.exception()
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # its loop is going away
             with self._lock:
                 self._timer_stopped_locked()
+                if self._delayed and any(
+                    isinstance(w, ThreadWaiter) or w.get_loop() is not loop for w in self._waiters
+                ):
+                    # Threads or other loops wait for delayed items: time them elsewhere.
+                    self._home = _background_loop()
+                    self._ensure_timer_locked()
             raise
         except Exception:
             logger.exception(
