@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import weakref
+from collections.abc import Hashable
+from typing import TypeVar
 
 import pytest
 
@@ -12,8 +14,10 @@ from kubereflector import QueueClosed
 from kubereflector.testing import settle
 from kubereflector.workqueue import NotProcessingError, QueueEmpty, QueueShutDown, WorkQueue
 
+T = TypeVar("T", bound=Hashable)
 
-def drain(q: WorkQueue[str]) -> list[str]:
+
+def drain(q: WorkQueue[T]) -> list[T]:
     """Get every queued item (marking each as processing)."""
     out = []
     while len(q):
@@ -95,7 +99,7 @@ def test_items_are_any_hashable_values() -> None:
     q.add(("default", "a"))
     q.add(("default", "a"))
     q.add(("kube-system", "a"))
-    assert drain(q) == [("default", "a"), ("kube-system", "a")]  # type: ignore[arg-type]
+    assert drain(q) == [("default", "a"), ("kube-system", "a")]
 
 
 def test_an_unhashable_item_raises_type_error_and_changes_nothing() -> None:
