@@ -43,9 +43,9 @@ from .errors import (
 
 # -- factory.py --
 from .factory import (
-    FactoryMode,
     FactoryShutdownError,
     SharedInformerFactory,
+    SyncSharedInformerFactory,
     TweakListOptionsFunc,
 )
 
@@ -172,7 +172,6 @@ __all__ = [
     "Deltas",
     "ExpiredError",
     "ExplicitKey",
-    "FactoryMode",
     "FactoryShutdownError",
     "FieldRequirement",
     "FieldSelector",
@@ -217,6 +216,7 @@ __all__ = [
     "SharedIndexInformer",
     "SharedInformerFactory",
     "Store",
+    "SyncSharedInformerFactory",
     "ThreadSafeStore",
     "TooLargeResourceVersionError",
     "TooManyRequestsError",
