@@ -21,7 +21,7 @@ import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Generic, Protocol, runtime_checkable
 
 from ._gc import defer_full_collections
@@ -34,7 +34,7 @@ from .keys import DeletedFinalStateUnknown, T, T_contra, deletion_handling_meta_
 from .listwatch import ListerWatcher
 from .queue import Item, PopProcessFunc, Queue, QueueClosed
 from .reflector import Reflector, WatchErrorHandler
-from .store import Cache, Indexer, Indexers, Store
+from .store import Cache, Indexer, IndexFunc, Store
 
 __all__ = [
     "AlreadyStartedError",
@@ -679,7 +679,7 @@ def new_informer(
 def new_indexer_informer(
     lister_watcher: ListerWatcher,
     handler: ResourceEventHandler[T],
-    indexers: Indexers[T],
+    indexers: Mapping[str, IndexFunc[T]],
     *,
     resync_period: float = 0,
     expected_kind: str | None = None,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal
 
@@ -46,7 +47,7 @@ from .listers import Lister
 from .listwatch import ListerWatcher
 from .queue import Queue
 from .reflector import WatchErrorHandler
-from .store import Cache, Indexer, Indexers
+from .store import Cache, Indexer, IndexFunc
 
 __all__ = [
     "HandlerStats",
@@ -194,7 +195,7 @@ class SharedIndexInformer(Generic[T]):
         *,
         expected_kind: str | None = None,
         default_resync: float = 0,
-        indexers: Indexers[T] | None = None,
+        indexers: Mapping[str, IndexFunc[T]] | None = None,
         queue: Literal["real", "delta"] = "real",
         clock: Clock | None = None,
         backoff: Backoff | None = None,
@@ -250,7 +251,7 @@ class SharedIndexInformer(Generic[T]):
             self._lister = Lister(self._indexer)
         return self._lister
 
-    def add_indexers(self, indexers: Indexers[T]) -> None:
+    def add_indexers(self, indexers: Mapping[str, IndexFunc[T]]) -> None:
         """Add indexes; allowed before and after the start (objects already cached
         are indexed at once). Raises :class:`ValueError` for a name already
         added, :class:`InformerStoppedError` once stopped."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Generic, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Generic, Protocol, TypeAlias, runtime_checkable
 
 from .keys import (
     DeletedFinalStateUnknown,
@@ -60,9 +60,11 @@ NAMESPACE_INDEX = "namespace"
 """Conventional name of the index built by :func:`meta_namespace_index_func`."""
 
 
-def meta_namespace_index_func(obj: object) -> list[str]:
+def meta_namespace_index_func(obj: Any) -> list[str]:
     """Index by namespace; cluster-scoped objects index under ``""``. Accepts any
-    object the meta accessors do (see :func:`~kubereflector.get_namespace`)."""
+    object the meta accessors do (see :func:`~kubereflector.get_namespace`), so it
+    fits an ``Indexers[T]`` of any ``T`` (typed ``Any``, not ``object``, so that it
+    does not make ``T`` ``object`` where ``T`` is inferred from the indexers)."""
     return [get_namespace(obj) or ""]
 
 
@@ -163,7 +165,7 @@ class ThreadSafeStore(Generic[T]):
 
     __slots__ = ("_indexers", "_indices", "_items", "_lock")
 
-    def __init__(self, indexers: Indexers[T] | None = None) -> None:
+    def __init__(self, indexers: Mapping[str, IndexFunc[T]] | None = None) -> None:
         self._lock = threading.Lock()
         self._items: dict[str, T] = {}
         self._indexers: Indexers[T] = dict(indexers or {})
@@ -270,7 +272,7 @@ class ThreadSafeStore(Generic[T]):
         with self._lock:
             return dict(self._indexers)
 
-    def add_indexers(self, indexers: Indexers[T]) -> None:
+    def add_indexers(self, indexers: Mapping[str, IndexFunc[T]]) -> None:
         """Register more indexes; objects already stored are indexed at once.
 
         Raises :class:`ValueError` if a name is already registered (nothing is
@@ -336,7 +338,9 @@ class ThreadSafeStore(Generic[T]):
                     bucket.add(key)
 
     @staticmethod
-    def _build_indices(indexers: Indexers[T], items: Mapping[str, T]) -> dict[str, _Index]:
+    def _build_indices(
+        indexers: Mapping[str, IndexFunc[T]], items: Mapping[str, T]
+    ) -> dict[str, _Index]:
         indices: dict[str, _Index] = {}
         for name, func in indexers.items():
             index: _Index = {}
@@ -366,7 +370,7 @@ class Cache(Generic[T]):
     def __init__(
         self,
         key_func: KeyFunc = deletion_handling_meta_namespace_key_func,
-        indexers: Indexers[T] | None = None,
+        indexers: Mapping[str, IndexFunc[T]] | None = None,
     ) -> None:
         self._key_func = key_func
         self._store: ThreadSafeStore[T] = ThreadSafeStore(indexers)
@@ -457,7 +461,7 @@ class Cache(Generic[T]):
         """See :meth:`ThreadSafeStore.get_indexers`."""
         return self._store.get_indexers()
 
-    def add_indexers(self, indexers: Indexers[T]) -> None:
+    def add_indexers(self, indexers: Mapping[str, IndexFunc[T]]) -> None:
         """See :meth:`ThreadSafeStore.add_indexers`."""
         self._store.add_indexers(indexers)
 
@@ -475,7 +479,7 @@ def new_store(key_func: KeyFunc = deletion_handling_meta_namespace_key_func) -> 
 
 def new_indexer(
     key_func: KeyFunc = deletion_handling_meta_namespace_key_func,
-    indexers: Indexers[T] | None = None,
+    indexers: Mapping[str, IndexFunc[T]] | None = None,
 ) -> Cache[T]:
     """A thread-safe Indexer with the given indexes (client-go's ``NewIndexer``).
 
