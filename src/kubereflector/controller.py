@@ -82,11 +82,17 @@ class ResourceEventHandler(Protocol[T_contra]):
     stopping further notifications.
     """
 
-    def on_add(self, obj: T_contra, is_in_initial_list: bool) -> object: ...
+    def on_add(self, obj: T_contra, is_in_initial_list: bool) -> object:
+        """An object appeared in the cache (see the class documentation)."""
+        ...
 
-    def on_update(self, old: T_contra, new: T_contra) -> object: ...
+    def on_update(self, old: T_contra, new: T_contra) -> object:
+        """An object in the cache was replaced: ``old`` by ``new``."""
+        ...
 
-    def on_delete(self, obj: T_contra | DeletedFinalStateUnknown[T_contra]) -> object: ...
+    def on_delete(self, obj: T_contra | DeletedFinalStateUnknown[T_contra]) -> object:
+        """An object left the cache: its last state, or a tombstone."""
+        ...
 
 
 def _noop(*_args: Any) -> None:

@@ -587,11 +587,13 @@ class SharedInformerFactory(_FactoryBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Awaits :meth:`shutdown`."""
         await self.shutdown()
 
     if not TYPE_CHECKING:  # a type checker reports 'with' itself; this says what to do
 
         def __enter__(self):
+            """Raises ``TypeError``: this factory is entered with ``async with``."""
             raise TypeError(
                 "SharedInformerFactory is for asyncio: use 'async with "
                 "SharedInformerFactory(...)'; for 'with' and plain threads, use "
@@ -599,6 +601,7 @@ class SharedInformerFactory(_FactoryBase):
             )
 
         def __exit__(self, *exc_info):
+            """Never reached (``__enter__`` raises)."""
             return None
 
     async def wait_for_cache_sync(
@@ -708,11 +711,13 @@ class SyncSharedInformerFactory(_FactoryBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Calls :meth:`shutdown`."""
         self.shutdown()
 
     if not TYPE_CHECKING:  # a type checker reports 'async with' itself; this says what to do
 
         async def __aenter__(self):
+            """Raises ``TypeError``: this factory is entered with ``with``."""
             raise TypeError(
                 "SyncSharedInformerFactory is for plain threads: use 'with "
                 "SyncSharedInformerFactory(...)'; for 'async with' and asyncio, use "
@@ -720,6 +725,7 @@ class SyncSharedInformerFactory(_FactoryBase):
             )
 
         async def __aexit__(self, *exc_info):
+            """Never reached (``__aenter__`` raises)."""
             return None
 
     def wait_for_cache_sync(

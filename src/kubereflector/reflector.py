@@ -153,6 +153,7 @@ class Reflector:
 
     @property
     def store(self) -> ReflectorStore[Any]:
+        """The store the Reflector writes to."""
         return self._store
 
     @property

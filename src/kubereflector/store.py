@@ -81,9 +81,13 @@ class KeyListerGetter(Protocol[T_co]):
     """What a queue needs to know about its consumer's objects (``known_objects``):
     the keys it holds, and the object under a key (``None``: none)."""
 
-    def list_keys(self) -> list[str]: ...
+    def list_keys(self) -> list[str]:
+        """Every key held (a new list)."""
+        ...
 
-    def get_by_key(self, key: str) -> T_co | None: ...
+    def get_by_key(self, key: str) -> T_co | None:
+        """The object under ``key``, or ``None``."""
+        ...
 
 
 @runtime_checkable
@@ -95,15 +99,25 @@ class ReflectorStore(Protocol[T]):
     ``resync`` re-delivers what is held (a no-op for a plain cache).
     """
 
-    def add(self, obj: T) -> None: ...
+    def add(self, obj: T) -> None:
+        """Record that ``obj`` was added."""
+        ...
 
-    def update(self, obj: T) -> None: ...
+    def update(self, obj: T) -> None:
+        """Record that ``obj`` changed."""
+        ...
 
-    def delete(self, obj: T) -> None: ...
+    def delete(self, obj: T) -> None:
+        """Record that ``obj`` was deleted (its last known state)."""
+        ...
 
-    def replace(self, items: list[T], resource_version: str) -> None: ...
+    def replace(self, items: list[T], resource_version: str) -> None:
+        """Make ``items`` the whole content, listed at ``resource_version``."""
+        ...
 
-    def resync(self) -> None: ...
+    def resync(self) -> None:
+        """Re-deliver what is held (a periodic resync)."""
+        ...
 
 
 @runtime_checkable
@@ -111,7 +125,9 @@ class ResourceVersionUpdater(Protocol):
     """Optional: a store that wants every resourceVersion the Reflector syncs to,
     bookmarks included."""
 
-    def update_resource_version(self, resource_version: str) -> None: ...
+    def update_resource_version(self, resource_version: str) -> None:
+        """Record the resourceVersion synced to."""
+        ...
 
 
 @runtime_checkable
@@ -123,11 +139,17 @@ class Store(ReflectorStore[T], KeyListerGetter[T], Protocol[T]):
     are the store's own: treat them as immutable.
     """
 
-    def list(self) -> list[T]: ...
+    def list(self) -> list[T]:
+        """Every stored object (a new list)."""
+        ...
 
-    def get(self, obj: T) -> T | None: ...
+    def get(self, obj: T) -> T | None:
+        """The stored object with ``obj``'s key, or ``None``."""
+        ...
 
-    def last_store_sync_resource_version(self) -> str: ...
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion of the last ``replace`` (``""`` before one)."""
+        ...
 
 
 @runtime_checkable
@@ -139,17 +161,30 @@ class Indexer(Store[T], Protocol[T]):
     Every method raises :class:`UnknownIndexError` for an index name that was never added.
     """
 
-    def index(self, index_name: str, obj: T) -> list[T]: ...
+    def index(self, index_name: str, obj: T) -> list[T]:
+        """The objects sharing at least one of ``obj``'s values in the index."""
+        ...
 
-    def index_keys(self, index_name: str, indexed_value: str) -> list[str]: ...
+    def index_keys(self, index_name: str, indexed_value: str) -> list[str]:
+        """The keys of the objects indexed under ``indexed_value``."""
+        ...
 
-    def list_index_func_values(self, index_name: str) -> list[str]: ...
+    def list_index_func_values(self, index_name: str) -> list[str]:
+        """Every value at least one object is indexed under."""
+        ...
 
-    def by_index(self, index_name: str, indexed_value: str) -> list[T]: ...
+    def by_index(self, index_name: str, indexed_value: str) -> list[T]:
+        """The objects indexed under ``indexed_value``."""
+        ...
 
-    def get_indexers(self) -> Indexers[T]: ...
+    def get_indexers(self) -> Indexers[T]:
+        """The index functions, by index name (a copy)."""
+        ...
 
-    def add_indexers(self, indexers: Indexers[T]) -> None: ...
+    def add_indexers(self, indexers: Indexers[T]) -> None:
+        """Add indexes (objects held are indexed at once); a name already
+        added raises ``ValueError``."""
+        ...
 
 
 # Per index name: indexed value -> keys of the objects with that value.
