@@ -509,8 +509,10 @@ class _FactoryBase:
 
     def __repr__(self) -> str:
         with self._lock:
-            names = ", ".join(e.info.qualified_name for e in self._entries.values())
-        state = "shut down" if self._closing else "running" if self._loop else "new"
+            entries = list(self._entries.values())
+        names = ", ".join(e.info.qualified_name for e in entries)
+        started = any(e.started for e in entries)
+        state = "shut down" if self._closing else "started" if started else "new"
         return f"<{type(self).__name__} {state} informers=[{names}]>"
 
 
@@ -652,22 +654,9 @@ class SyncSharedInformerFactory(_FactoryBase):
     :meth:`shutdown` block; leaving ``with`` shuts down (stopping and joining the
     thread). It works where an event loop runs too (e.g. in a notebook).
 
-    ``client_or_config``: a :class:`~kubereflector.client.Client` (yours: the
-    factory never closes it; it must not have been used on another event loop, a
-    Client being bound to its first loop), or anything with the Client's
-    interface (a test double), or a :class:`~kubereflector.client.ClientConfig`
-    (the factory makes the Client, uses it on its loop thread and closes it at
-    shutdown).
-
-    Every informer lists and watches ``namespace`` (``None``: all namespaces;
-    ignored for cluster-scoped resources), has a namespace index
-    (:data:`~kubereflector.NAMESPACE_INDEX`), applies ``transform`` (see
-    :meth:`SharedIndexInformer.set_transform
-    <kubereflector.SharedIndexInformer.set_transform>`) and passes the options
-    of every list and watch through ``tweak_list_options``. ``default_resync``
-    (seconds, ``0``: never) is each informer's default resync period;
-    ``custom_resync`` maps resource names (any name :meth:`informer_for`
-    accepts) to a period that replaces it for that resource.
+    The arguments are those of :class:`SharedInformerFactory`; a
+    :class:`~kubereflector.client.Client` passed in must not have been used on
+    another event loop (a Client is bound to the first loop it runs on).
 
     Thread-safety: every method and the cache reads may be called from any
     thread. The blocking calls (:meth:`wait_for_cache_sync`, :meth:`shutdown`,

@@ -644,7 +644,9 @@ def test_sync_with_block_and_a_second_informer_started_later() -> None:
     with SyncSharedInformerFactory(client) as factory:  # type: ignore[arg-type]
         assert len(factory_threads()) == 1
         factory.informer_for("pods")
+        assert repr(factory) == "<SyncSharedInformerFactory new informers=[pods]>"
         factory.start()
+        assert repr(factory) == "<SyncSharedInformerFactory started informers=[pods]>"
         assert factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
         factory.informer_for("deploy")
         factory.start()
@@ -654,6 +656,9 @@ def test_sync_with_block_and_a_second_informer_started_later() -> None:
         }
         assert names(factory.lister_for("deployments").list()) == ["web"]
     assert factory.is_shut_down()
+    assert (
+        repr(factory) == "<SyncSharedInformerFactory shut down informers=[pods, deployments.apps]>"
+    )
     assert factory_threads() == []
 
 
