@@ -82,3 +82,10 @@ async def test_reflector_example_prints_pod_names_every_period(
 async def test_testing_your_own_controller_example() -> None:
     namespace = _run("Testing your own controller")
     await namespace["test_a_missed_delete_reaches_the_handler_as_a_tombstone"]()
+
+
+def test_work_queue_example() -> None:
+    namespace = _run("Controllers: the work queue")
+    queue = namespace["queue"]
+    assert len(queue) == 0
+    queue.done(namespace["key"])
