@@ -158,7 +158,6 @@ class Controller:
             if not isinstance(watched, SharedIndexInformer):
                 raise TypeError(f"watches take informers, not {type(watched).__name__}")
         self._informer = informer
-        self._info = info
         self._workers = max_concurrent_reconciles
         self._clock: Clock = clock if clock is not None else RealClock()
         self._metrics: ControllerMetrics | _NoMetrics = (
