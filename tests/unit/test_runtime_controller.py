@@ -408,11 +408,13 @@ async def test_stop_lets_reconciles_in_flight_finish_and_starts_nothing_new() ->
         controller = Controller(reconcile, for_=(informer, CONFIGMAPS), clock=clock)
         async with started(controller) as task:
             await reconcile.wait_for(lambda: len(reconcile.calls) == 1)
+            assert controller.in_flight() == 1
             stopping = asyncio.create_task(controller.stop(timeout=30))
             await settle()
             assert not stopping.done()
             gate.set()
             assert await stopping
+            assert controller.in_flight() == 0
             await asyncio.wait_for(task, WAIT)
             assert len(reconcile.calls) == 1  # the second was never handed out
             assert reconcile.cancelled == []
