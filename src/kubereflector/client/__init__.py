@@ -1,5 +1,6 @@
-"""Talking to real API servers: configuration, the REST client, discovery, and
-``ResourceListWatch``, the HTTP ListerWatcher."""
+"""Talking to real API servers: configuration, the REST client and its per-resource
+``ResourceClient``, discovery, ``ResourceListWatch`` (the HTTP ListerWatcher) and
+``retry_on_conflict``."""
 
 from __future__ import annotations
 
@@ -17,9 +18,27 @@ from .config import (
 )
 from .discovery import Discovery, ResourceInfo, UnknownResourceError
 from .listwatch import ResourceListWatch
+from .resource import (
+    APPLY_PATCH_CONTENT_TYPE,
+    PATCH_CONTENT_TYPES,
+    PatchType,
+    PropagationPolicy,
+    ResourceClient,
+)
 from .rest import Client
+from .retry import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRY,
+    RetryBackoff,
+    retry_on_conflict,
+    retry_on_error,
+)
 
 __all__ = [
+    "APPLY_PATCH_CONTENT_TYPE",
+    "DEFAULT_BACKOFF",
+    "DEFAULT_RETRY",
+    "PATCH_CONTENT_TYPES",
     "Auth",
     "AuthInfo",
     "Client",
@@ -28,11 +47,17 @@ __all__ = [
     "Discovery",
     "ExecAuth",
     "ExecPluginError",
+    "PatchType",
+    "PropagationPolicy",
+    "ResourceClient",
     "ResourceInfo",
     "ResourceListWatch",
+    "RetryBackoff",
     "StaticAuth",
     "TokenFileAuth",
     "UnknownResourceError",
     "in_cluster_config",
     "load_config",
+    "retry_on_conflict",
+    "retry_on_error",
 ]

@@ -3,7 +3,9 @@
 :class:`Client` wraps one aiohttp session (connection pooling, TLS verified by
 default) and offers a small generic REST surface (``request``, ``get``,
 ``create``, ``update``, ``patch``, ``delete``), a paged ``list`` and a
-streaming ``watch``, the two halves of the ListerWatcher contract. Failures
+streaming ``watch``, the two halves of the ListerWatcher contract;
+``client.resource("deploy", namespace="shop")`` gives the per-resource
+:class:`~kubereflector.client.ResourceClient` built on them. Failures
 raise the classes of :mod:`kubereflector.errors`, each naming the request's URL
 (never credentials, headers or object contents).
 """
@@ -37,7 +39,8 @@ from ._lines import decode_watch_stream
 from .config import ClientConfig
 
 if TYPE_CHECKING:
-    from .discovery import Discovery
+    from .discovery import Discovery, ResourceInfo
+    from .resource import ResourceClient
 
 __all__ = [
     "ACCEPT_JSON",
@@ -235,6 +238,17 @@ class Client:
 
             self._discovery = Discovery(self)
         return self._discovery
+
+    def resource(
+        self, resource: str | ResourceInfo, *, namespace: str | None = None
+    ) -> ResourceClient:
+        """A :class:`~kubereflector.client.ResourceClient` for ``resource`` (any
+        name discovery resolves, or a ResourceInfo) in ``namespace``: get, list,
+        watch, create, update, patch, apply, delete. Makes no request: the name is
+        resolved on its first call. Raises ``ValueError`` for an invalid namespace."""
+        from .resource import ResourceClient
+
+        return ResourceClient(self, resource, namespace)
 
     @property
     def server(self) -> str:
