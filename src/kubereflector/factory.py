@@ -37,6 +37,11 @@ anywhere in the caller's code::
     ...
     factory.shutdown()          # or: with SharedInformerFactory(...) as factory:
 
+For writes, a sync-mode factory hands out a blocking
+:class:`~kubereflector.client.SyncClient` on its own loop and connection pool
+(``factory.sync_client().resource("pods", namespace="default").delete("web-1")``);
+in async mode, ``factory.client.resource(...)`` on the factory's loop.
+
 In both modes the caches (``informer.indexer``, listers) are read
 synchronously from any thread, and the informers' own methods
 (``add_event_handler``, ``has_synced``, ...) are thread-safe.
@@ -68,6 +73,7 @@ if TYPE_CHECKING:
     from .client.config import ClientConfig
     from .client.discovery import ResourceInfo, _Index
     from .client.rest import Client
+    from .client.sync import SyncClient
 
 __all__ = ["FactoryMode", "FactoryShutdownError", "SharedInformerFactory", "TweakListOptionsFunc"]
 
@@ -231,6 +237,20 @@ class SharedInformerFactory:
     def client(self) -> Client:
         """The Client the informers use (use it only on the factory's loop)."""
         return self._client
+
+    def sync_client(self) -> SyncClient:
+        """A :class:`~kubereflector.client.SyncClient` for writes from plain threads,
+        sharing the factory's loop thread and Client (one connection pool).
+
+        Fixes sync mode if nothing did (as ``with`` does; the loop thread starts);
+        raises ``RuntimeError`` in async mode (use :attr:`client` there, on the
+        factory's loop) and :class:`FactoryShutdownError` after shutdown. Closing
+        the SyncClient closes nothing; it stops working when the factory shuts
+        down. Each call gives a new, cheap SyncClient. Thread-safe.
+        """
+        from .client.sync import SyncClient
+
+        return SyncClient._sharing(self._client, self._enter_sync_mode())
 
     @property
     def namespace(self) -> str | None:

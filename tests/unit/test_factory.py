@@ -508,6 +508,21 @@ async def test_async_mode_is_fixed() -> None:
     async with factory:
         with pytest.raises(RuntimeError, match="async mode"):
             factory.__enter__()
+        with pytest.raises(RuntimeError, match="async mode"):
+            factory.sync_client()  # async mode writes with factory.client on its loop
+
+
+def test_sync_client_fixes_sync_mode_and_ends_with_the_factory() -> None:
+    factory = SharedInformerFactory(FakeClient())  # type: ignore[arg-type]
+    client = factory.sync_client()
+    assert factory.mode == "sync"
+    assert client.loop is factory.loop
+    assert client.run(asyncio.sleep(0, result="ran")) == "ran"  # on the factory's loop
+    factory.shutdown()
+    with pytest.raises(RuntimeError, match="not running"):
+        client.run(asyncio.sleep(0))
+    with pytest.raises(FactoryShutdownError):
+        factory.sync_client()
 
 
 def test_arguments_are_checked() -> None:

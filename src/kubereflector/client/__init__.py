@@ -1,6 +1,7 @@
 """Talking to real API servers: configuration, the REST client and its per-resource
-``ResourceClient``, discovery, ``ResourceListWatch`` (the HTTP ListerWatcher) and
-``retry_on_conflict``."""
+``ResourceClient`` (with ``SyncClient`` for plain threads), discovery,
+``ResourceListWatch`` (the HTTP ListerWatcher), ``retry_on_conflict`` and the
+``EventRecorder``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .config import (
     load_config,
 )
 from .discovery import Discovery, ResourceInfo, UnknownResourceError
+from .events import EVENTS_RESOURCE, EventRecorder, EventType
 from .listwatch import ResourceListWatch
 from .resource import (
     APPLY_PATCH_CONTENT_TYPE,
@@ -33,11 +35,13 @@ from .retry import (
     retry_on_conflict,
     retry_on_error,
 )
+from .sync import SyncClient, SyncResourceClient
 
 __all__ = [
     "APPLY_PATCH_CONTENT_TYPE",
     "DEFAULT_BACKOFF",
     "DEFAULT_RETRY",
+    "EVENTS_RESOURCE",
     "PATCH_CONTENT_TYPES",
     "Auth",
     "AuthInfo",
@@ -45,6 +49,8 @@ __all__ = [
     "ClientConfig",
     "ConfigError",
     "Discovery",
+    "EventRecorder",
+    "EventType",
     "ExecAuth",
     "ExecPluginError",
     "PatchType",
@@ -54,6 +60,8 @@ __all__ = [
     "ResourceListWatch",
     "RetryBackoff",
     "StaticAuth",
+    "SyncClient",
+    "SyncResourceClient",
     "TokenFileAuth",
     "UnknownResourceError",
     "in_cluster_config",
