@@ -257,7 +257,7 @@ class EventRecorder:
             )
             return
         if not reason or not isinstance(reason, str):
-            logger.error("dropping an event without a reason about %r", obj)
+            logger.error("dropping an event without a reason (a non-empty string)")
             return
         ref = _reference(obj)
         object_key = (
