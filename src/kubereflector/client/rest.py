@@ -74,6 +74,8 @@ QueryParams = Mapping[str, "str | int | bool"]
 """Query parameters: booleans are sent as ``true``/``false``."""
 
 _ERROR_MESSAGE_CHARS: Final = 200
+_CLOSE_WAIT: Final = 1.0
+"""Seconds a watch closed mid-stream waits for its connection to close."""
 
 
 class _ListMeta(msgspec.Struct):
@@ -545,9 +547,30 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
                 if resp.content.at_eof():
                     resp.release()
                 else:
+                    closed = _closed_future(resp)
                     resp.close()  # mid-stream: the connection cannot be reused
+                    if closed is not None:
+                        # Let a TLS connection finish its shutdown before the loop may
+                        # end (else its socket is left unclosed); bounded, for dead peers.
+                        await asyncio.wait({closed}, timeout=_CLOSE_WAIT)
                 if transport is not None:
                     await self._client._release(transport)
+
+
+def _closed_future(resp: aiohttp.ClientResponse) -> asyncio.Future[None] | None:
+    """The future aiohttp resolves when ``resp``'s connection is lost, if it has one
+    (its exception, a shutdown the server cut short, is retrieved and dropped)."""
+    connection = resp.connection
+    closed = getattr(connection.protocol, "closed", None) if connection is not None else None
+    if not isinstance(closed, asyncio.Future):
+        return None
+    closed.add_done_callback(_drop_exception)
+    return closed
+
+
+def _drop_exception(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 # -- errors ---------------------------------------------------------------------
