@@ -98,6 +98,7 @@ async def test_watch_from_a_thread(target: Target) -> None:
         client.resource("configmaps", namespace=ns).get("w")
 
 
+@pytest.mark.timeout(90)
 async def test_a_sync_factory_hands_out_a_client_on_its_own_loop(target: Target) -> None:
     ns = target.namespace
 
@@ -111,17 +112,17 @@ async def test_a_sync_factory_hands_out_a_client_on_its_own_loop(target: Target)
                 )
             )
             factory.start()
-            assert factory.wait_for_cache_sync(timeout=10) == {"configmaps": True}
+            assert factory.wait_for_cache_sync(timeout=60) == {"configmaps": True}
             client = factory.sync_client()
             assert client.loop is factory.loop
             assert client.client is factory.client  # one Client, one connection pool
             created = client.resource("configmaps", namespace=ns).create(
                 {"metadata": {"name": "via"}}
             )
-            assert seen.wait(10)  # the factory's informer saw the write
+            assert seen.wait(30)  # the factory's informer saw the write
             recorder = EventRecorder(client, "example.com/sync-test")
             recorder.record(created, "Normal", "Seen", "from a plain thread")
-            assert recorder.flush_blocking(timeout=10)
+            assert recorder.flush_blocking(timeout=30)
             client.close()  # closes nothing of the factory's
             events = factory.sync_client().resource("events.k8s.io/v1/events", namespace=ns)
             return str(events.list().items[0]["reason"])
