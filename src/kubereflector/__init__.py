@@ -49,9 +49,9 @@ from .errors import (
 
 # -- factory.py --
 from .factory import (
-    FactoryMode,
     FactoryShutdownError,
     SharedInformerFactory,
+    SyncSharedInformerFactory,
     TweakListOptionsFunc,
 )
 
@@ -64,6 +64,7 @@ from .keys import (
     ExplicitKey,
     KeyFunc,
     KeyFuncError,
+    KubeObject,
     deletion_handling_meta_namespace_key_func,
     get_labels,
     get_metadata,
@@ -180,7 +181,6 @@ __all__ = [
     "Deltas",
     "ExpiredError",
     "ExplicitKey",
-    "FactoryMode",
     "FactoryShutdownError",
     "FieldRequirement",
     "FieldSelector",
@@ -197,6 +197,7 @@ __all__ = [
     "KeyFunc",
     "KeyFuncError",
     "KeyListerGetter",
+    "KubeObject",
     "LabelRequirement",
     "LabelSelector",
     "ListFunc",
@@ -227,6 +228,7 @@ __all__ = [
     "SharedInformerFactory",
     "StatusCause",
     "Store",
+    "SyncSharedInformerFactory",
     "ThreadSafeStore",
     "TooLargeResourceVersionError",
     "TooManyRequestsError",

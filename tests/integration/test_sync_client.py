@@ -21,7 +21,7 @@ from kubereflector import (
     ListOptions,
     NotFoundError,
     ResourceEventHandlerFuncs,
-    SharedInformerFactory,
+    SyncSharedInformerFactory,
     WatchEvent,
 )
 from kubereflector.client import EventRecorder, SyncClient, retry_on_conflict
@@ -103,7 +103,7 @@ async def test_a_sync_factory_hands_out_a_client_on_its_own_loop(target: Target)
     ns = target.namespace
 
     def program() -> str:
-        with SharedInformerFactory(target.client.config, namespace=ns) as factory:
+        with SyncSharedInformerFactory(target.client.config, namespace=ns) as factory:
             seen = threading.Event()
             informer = factory.informer_for("configmaps")
             informer.add_event_handler(

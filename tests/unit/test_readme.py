@@ -110,3 +110,10 @@ async def test_writing_to_the_cluster_example() -> None:
         await namespace["announce"](client, scaled)
         (event,) = server.objects("events.events.k8s.io", namespace="shop")
         assert (event["reason"], event["regarding"]["name"]) == ("Scaled", "web")
+
+
+def test_work_queue_example() -> None:
+    namespace = _run("Controllers: the work queue")
+    queue = namespace["queue"]
+    assert len(queue) == 0
+    queue.done(namespace["key"])

@@ -27,7 +27,7 @@ from .resource import (
     PropagationPolicy,
     ResourceClient,
 )
-from .rest import Client
+from .rest import Client, JsonValue
 from .retry import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRY,
@@ -53,6 +53,7 @@ __all__ = [
     "EventType",
     "ExecAuth",
     "ExecPluginError",
+    "JsonValue",
     "PatchType",
     "PropagationPolicy",
     "ResourceClient",

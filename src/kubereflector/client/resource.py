@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..errors import ExpiredError, MethodNotAllowedError
+from ..keys import KubeObject
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from .discovery import ResourceInfo
 from .paths import validate_name, validate_namespace
@@ -132,8 +133,7 @@ class ResourceClient:
     async def get(self, name: str) -> dict[str, Any]:
         """The object ``name`` (:class:`~kubereflector.NotFoundError` if there is none)."""
         info = await self._supporting("get")
-        result: dict[str, Any] = await self.client.get(info.object_path(self.namespace, name))
-        return result
+        return await self.client.get(info.object_path(self.namespace, name))
 
     async def list(
         self,
@@ -183,20 +183,17 @@ class ResourceClient:
     # -- writes ---------------------------------------------------------------------
 
     async def create(
-        self, obj: Mapping[str, Any], *, dry_run: bool = False, field_manager: str | None = None
+        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
     ) -> dict[str, Any]:
         """``POST`` a new object; the created object.
         :class:`~kubereflector.AlreadyExistsError` if the name is taken."""
         info = await self._supporting("create")
         body = _body(info, obj)
         path = info.api_path(self._namespace_of(info, body, "create"))
-        result: dict[str, Any] = await self.client.create(
-            path, body, params=_write_params(dry_run, field_manager)
-        )
-        return result
+        return await self.client.create(path, body, params=_write_params(dry_run, field_manager))
 
     async def update(
-        self, obj: Mapping[str, Any], *, dry_run: bool = False, field_manager: str | None = None
+        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
     ) -> dict[str, Any]:
         """``PUT`` the object (named by its ``metadata``): the stored object.
 
@@ -210,7 +207,7 @@ class ResourceClient:
         return await self._put(obj, None, dry_run, field_manager)
 
     async def update_status(
-        self, obj: Mapping[str, Any], *, dry_run: bool = False, field_manager: str | None = None
+        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
     ) -> dict[str, Any]:
         """``PUT`` the object's ``status`` subresource: only ``status`` changes.
         Conflicts as :meth:`update`."""
@@ -218,7 +215,7 @@ class ResourceClient:
 
     async def _put(
         self,
-        obj: Mapping[str, Any],
+        obj: KubeObject,
         subresource: str | None,
         dry_run: bool,
         field_manager: str | None,
@@ -228,10 +225,7 @@ class ResourceClient:
         path = info.object_path(
             self._namespace_of(info, body, "update"), _name_of(body), subresource
         )
-        result: dict[str, Any] = await self.client.update(
-            path, body, params=_write_params(dry_run, field_manager)
-        )
-        return result
+        return await self.client.update(path, body, params=_write_params(dry_run, field_manager))
 
     async def patch(
         self,
@@ -256,14 +250,13 @@ class ResourceClient:
             raise ValueError(f"type must be one of {', '.join(PATCH_CONTENT_TYPES)}, not {type!r}")
         info = await (self.resource_info() if subresource else self._supporting("patch"))
         path = info.object_path(self.namespace, name, subresource)
-        result: dict[str, Any] = await self.client.patch(
+        return await self.client.patch(
             path, patch, content_type=content_type, params=_write_params(dry_run, field_manager)
         )
-        return result
 
     async def apply(
         self,
-        obj: Mapping[str, Any],
+        obj: KubeObject,
         *,
         field_manager: str,
         force: bool = False,
@@ -290,10 +283,9 @@ class ResourceClient:
         params = _write_params(dry_run, field_manager)
         if force:
             params["force"] = True
-        result: dict[str, Any] = await self.client.patch(
+        return await self.client.patch(
             path, body, content_type=APPLY_PATCH_CONTENT_TYPE, params=params
         )
-        return result
 
     async def delete(
         self,
@@ -323,8 +315,7 @@ class ResourceClient:
             options["preconditions"] = dict(preconditions)
         if dry_run:
             options["dryRun"] = ["All"]
-        result: dict[str, Any] = await self.client.delete(path, body=options)
-        return result
+        return await self.client.delete(path, body=options)
 
     # -- helpers --------------------------------------------------------------------
 
@@ -346,7 +337,7 @@ class ResourceClient:
         return f"ResourceClient({self._name}{where})"
 
 
-def _body(info: ResourceInfo, obj: Mapping[str, Any]) -> dict[str, Any]:
+def _body(info: ResourceInfo, obj: KubeObject) -> dict[str, Any]:
     """A shallow copy of ``obj`` to send, with ``apiVersion`` and ``kind`` filled in."""
     if not isinstance(obj, Mapping):
         raise TypeError(f"an object is a mapping (Kubernetes JSON), not {type(obj).__name__}")

@@ -2,9 +2,9 @@
 
 One implementation: a SyncClient runs the asyncio :class:`Client` and
 :class:`ResourceClient` on a background event-loop thread (the one the sync
-:class:`~kubereflector.SharedInformerFactory` uses, when it comes from
-:meth:`SharedInformerFactory.sync_client
-<kubereflector.SharedInformerFactory.sync_client>`) and blocks the calling
+:class:`~kubereflector.SyncSharedInformerFactory` uses, when it comes from
+:meth:`SyncSharedInformerFactory.sync_client
+<kubereflector.SyncSharedInformerFactory.sync_client>`) and blocks the calling
 thread for each answer::
 
     with SyncClient(load_config()) as client:
@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .._loop_thread import LoopThread
+from ..keys import KubeObject
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from .config import ClientConfig
 from .discovery import ResourceInfo
@@ -40,8 +41,8 @@ class SyncClient:
     ``SyncClient(config, ...)`` starts its own event-loop thread and Client (the
     keyword arguments are the Client's) and :meth:`close` stops both; use it as
     a context manager. A SyncClient from
-    :meth:`SharedInformerFactory.sync_client
-    <kubereflector.SharedInformerFactory.sync_client>` shares the factory's
+    :meth:`SyncSharedInformerFactory.sync_client
+    <kubereflector.SyncSharedInformerFactory.sync_client>` shares the factory's
     loop thread and Client, so its connection pool too; closing it closes
     nothing (the factory's shutdown does), and it stops working once the
     factory is shut down.
@@ -223,21 +224,21 @@ class SyncResourceClient:
         return _SyncWatch(self._sync, self._resource.watch(options, metadata_only=metadata_only))
 
     def create(
-        self, obj: Mapping[str, Any], *, dry_run: bool = False, field_manager: str | None = None
+        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
     ) -> dict[str, Any]:
         return self._sync.run(
             self._resource.create(obj, dry_run=dry_run, field_manager=field_manager)
         )
 
     def update(
-        self, obj: Mapping[str, Any], *, dry_run: bool = False, field_manager: str | None = None
+        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
     ) -> dict[str, Any]:
         return self._sync.run(
             self._resource.update(obj, dry_run=dry_run, field_manager=field_manager)
         )
 
     def update_status(
-        self, obj: Mapping[str, Any], *, dry_run: bool = False, field_manager: str | None = None
+        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
     ) -> dict[str, Any]:
         return self._sync.run(
             self._resource.update_status(obj, dry_run=dry_run, field_manager=field_manager)
@@ -266,7 +267,7 @@ class SyncResourceClient:
 
     def apply(
         self,
-        obj: Mapping[str, Any],
+        obj: KubeObject,
         *,
         field_manager: str,
         force: bool = False,
