@@ -63,10 +63,12 @@ class ResourceListWatch:
 
     @property
     def client(self) -> Client:
+        """The Client the requests go through."""
         return self.resource.client
 
     @property
     def namespace(self) -> str | None:
+        """The namespace listed and watched (``None``: all namespaces)."""
         return self.resource.namespace
 
     async def resource_info(self) -> ResourceInfo:

@@ -108,6 +108,7 @@ class SyncClient:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._closed
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -187,6 +188,8 @@ class SyncResourceClient:
 
     @property
     def namespace(self) -> str | None:
+        """The namespace the resource client reads and writes (``None``: see
+        :class:`~kubereflector.client.ResourceClient`)."""
         return self._resource.namespace
 
     @property
