@@ -36,6 +36,12 @@ caller's code::
         factory.wait_for_cache_sync(timeout=60)
         print(len(factory.lister_for("pods").list()))
 
+For writes, :meth:`SyncSharedInformerFactory.sync_client` hands out a blocking
+:class:`~kubereflector.client.SyncClient` on the factory's own loop and connection
+pool (``factory.sync_client().resource("pods", namespace="default").delete("web-1")``);
+with :class:`SharedInformerFactory`, use ``factory.client.resource(...)`` on the
+factory's loop.
+
 With either, the caches (``informer.indexer``, listers) are read
 synchronously from any thread, and the informers' own methods
 (``add_event_handler``, ``has_synced``, ...) are thread-safe.
@@ -70,6 +76,7 @@ if TYPE_CHECKING:
     from .client.config import ClientConfig
     from .client.discovery import ResourceInfo, _Index
     from .client.rest import Client
+    from .client.sync import SyncClient
 
 __all__ = [
     "FactoryShutdownError",
@@ -682,6 +689,20 @@ class SyncSharedInformerFactory(_FactoryBase):
 
     def _bind_loop(self) -> asyncio.AbstractEventLoop:
         return self._loop_thread().loop
+
+    def sync_client(self) -> SyncClient:
+        """A :class:`~kubereflector.client.SyncClient` for writes from plain threads,
+        on the factory's loop thread and Client (one connection pool).
+
+        Starts the loop thread if nothing did; raises :class:`FactoryShutdownError`
+        after shutdown. Closing the SyncClient closes nothing; it stops working
+        when the factory shuts down. Each call gives a new, cheap SyncClient.
+        Thread-safe. (:class:`SharedInformerFactory` programs write with
+        ``factory.client.resource(...)`` on the factory's loop.)
+        """
+        from .client.sync import SyncClient
+
+        return SyncClient._sharing(self._client, self._loop_thread())
 
     def _resolve_missing(self, name: str, index: _Index | None) -> ResourceInfo:
         thread = self._thread

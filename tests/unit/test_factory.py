@@ -552,6 +552,22 @@ async def test_the_sync_factory_refuses_async_with_and_names_the_async_one() -> 
     assert factory_threads() == []
 
 
+def test_the_sync_factory_hands_out_a_sync_client_on_its_loop() -> None:
+    factory = SyncSharedInformerFactory(FakeClient())  # type: ignore[arg-type]
+    client = factory.sync_client()  # starts the loop thread
+    assert client.loop is factory.loop
+    assert client.client is factory.client
+    assert client.run(asyncio.sleep(0, result="ran")) == "ran"  # on the factory's loop
+    client.close()  # closes nothing of the factory's
+    other = factory.sync_client()
+    assert other.run(asyncio.sleep(0, result="still")) == "still"
+    factory.shutdown()
+    with pytest.raises(RuntimeError, match="not running"):
+        other.run(asyncio.sleep(0))
+    with pytest.raises(FactoryShutdownError):
+        factory.sync_client()
+
+
 @pytest.mark.parametrize("factory_class", [SharedInformerFactory, SyncSharedInformerFactory])
 def test_arguments_are_checked(factory_class: type[SharedInformerFactory]) -> None:
     with pytest.raises(

@@ -3,7 +3,9 @@
 :class:`Client` wraps one aiohttp session (connection pooling, TLS verified by
 default) and offers a small generic REST surface (``request``, ``get``,
 ``create``, ``update``, ``patch``, ``delete``), a paged ``list`` and a
-streaming ``watch``, the two halves of the ListerWatcher contract. Failures
+streaming ``watch``, the two halves of the ListerWatcher contract;
+``client.resource("deploy", namespace="shop")`` gives the per-resource
+:class:`~kubereflector.client.ResourceClient` built on them. Failures
 raise the classes of :mod:`kubereflector.errors`, each naming the request's URL
 (never credentials, headers or object contents).
 """
@@ -37,7 +39,8 @@ from ._lines import decode_watch_stream
 from .config import ClientConfig
 
 if TYPE_CHECKING:
-    from .discovery import Discovery
+    from .discovery import Discovery, ResourceInfo
+    from .resource import ResourceClient
 
 __all__ = [
     "ACCEPT_JSON",
@@ -77,6 +80,8 @@ JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | flo
 ``dict``, arrays ``list``; narrow it with ``isinstance`` before indexing."""
 
 _ERROR_MESSAGE_CHARS: Final = 200
+_CLOSE_WAIT: Final = 1.0
+"""Seconds a watch closed mid-stream waits for its connection to close."""
 
 
 class _ListMeta(msgspec.Struct):
@@ -253,6 +258,17 @@ class Client:
 
             self._discovery = Discovery(self)
         return self._discovery
+
+    def resource(
+        self, resource: str | ResourceInfo, *, namespace: str | None = None
+    ) -> ResourceClient:
+        """A :class:`~kubereflector.client.ResourceClient` for ``resource`` (any
+        name discovery resolves, or a ResourceInfo) in ``namespace``: get, list,
+        watch, create, update, patch, apply, delete. Makes no request: the name is
+        resolved on its first call. Raises ``ValueError`` for an invalid namespace."""
+        from .resource import ResourceClient
+
+        return ResourceClient(self, resource, namespace)
 
     @property
     def server(self) -> str:
@@ -580,9 +596,30 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
                 if resp.content.at_eof():
                     resp.release()
                 else:
+                    closed = _closed_future(resp)
                     resp.close()  # mid-stream: the connection cannot be reused
+                    if closed is not None:
+                        # Let a TLS connection finish its shutdown before the loop may
+                        # end (else its socket is left unclosed); bounded, for dead peers.
+                        await asyncio.wait({closed}, timeout=_CLOSE_WAIT)
                 if transport is not None:
                     await self._client._release(transport)
+
+
+def _closed_future(resp: aiohttp.ClientResponse) -> asyncio.Future[None] | None:
+    """The future aiohttp resolves when ``resp``'s connection is lost, if it has one
+    (its exception, a shutdown the server cut short, is retrieved and dropped)."""
+    connection = resp.connection
+    closed = getattr(connection.protocol, "closed", None) if connection is not None else None
+    if not isinstance(closed, asyncio.Future):
+        return None
+    closed.add_done_callback(_drop_exception)
+    return closed
+
+
+def _drop_exception(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 # -- errors ---------------------------------------------------------------------
