@@ -27,7 +27,6 @@ from conftest import KUBECONFIG_ENV, Target
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubereflector import ResourceEventHandlerFuncs, SharedIndexInformer, SharedInformerFactory
-from kubereflector.leaderelection import LEASES
 
 pytestmark = pytest.mark.asyncio
 
@@ -57,15 +56,6 @@ def in_process_args(target: Target, *extra: str) -> list[str]:
     """The example's flags for a run inside the test (no servers: ports 0)."""
     where = ["--kubeconfig", kubeconfig(target), "--namespace", target.namespace]
     return [*where, "--metrics-port", "0", "--health-port", "0", *extra]
-
-
-def serve_leases(target: Target) -> None:
-    if target.emulator is None:
-        return
-    try:
-        target.emulator.objects(LEASES.qualified_name)
-    except ValueError:  # not served yet
-        target.emulator.register_resource("coordination.k8s.io", "v1", "leases", "Lease")
 
 
 class Watched:
@@ -127,7 +117,6 @@ class Watched:
 @contextlib.asynccontextmanager
 async def watching(target: Target) -> AsyncIterator[tuple[Watched, Watched]]:
     """The namespace's Watched and Leases."""
-    serve_leases(target)
     async with SharedInformerFactory(target.client, namespace=target.namespace) as factory:
         cms = Watched(target, factory.informer_for("configmaps"))
         leases = Watched(target, factory.informer_for(await factory.resolve("leases")))

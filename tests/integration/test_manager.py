@@ -46,16 +46,6 @@ def config_of(target: Target) -> ClientConfig:
     return load_config(os.environ[KUBECONFIG_ENV])
 
 
-def serve_leases(target: Target) -> None:
-    """The emulator serves Leases (a real cluster always does)."""
-    if target.emulator is None:
-        return
-    try:
-        target.emulator.objects(LEASES.qualified_name)
-    except ValueError:  # not served yet
-        target.emulator.register_resource("coordination.k8s.io", "v1", "leases", "Lease")
-
-
 async def create_configmap(target: Target, name: str, data: dict[str, str]) -> None:
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
     if target.emulator is not None:
@@ -168,7 +158,6 @@ async def test_a_manager_reconciles_and_stops_gracefully(target: Target) -> None
 async def test_two_managers_one_leads_and_the_other_takes_over_after_a_crash(
     target: Target,
 ) -> None:
-    serve_leases(target)
     clock = FakeClock()
     seen_a, seen_b = Seen(), Seen()
     a = manager_for(target, seen_a, identity="a", clock=clock, release=False)
@@ -195,7 +184,6 @@ async def test_two_managers_one_leads_and_the_other_takes_over_after_a_crash(
 
 
 async def test_a_graceful_stop_releases_the_lease_for_the_other(target: Target) -> None:
-    serve_leases(target)
     clock = FakeClock()
     seen_a, seen_b = Seen(), Seen()
     a = manager_for(target, seen_a, identity="a", clock=clock)
@@ -215,7 +203,6 @@ async def test_a_graceful_stop_releases_the_lease_for_the_other(target: Target) 
 
 
 async def test_a_stolen_lease_stops_reconciling_and_run_raises(target: Target) -> None:
-    serve_leases(target)
     clock = FakeClock()
     seen = Seen()
     a = manager_for(target, seen, identity="a", clock=clock)
@@ -236,7 +223,6 @@ async def fetch(url: str) -> tuple[int, str]:
 
 
 async def test_metrics_and_probes_are_served_over_http(target: Target) -> None:
-    serve_leases(target)
     await create_configmap(target, "m1", {"a": "1"})
     seen = Seen()
     manager = manager_for(target, seen, identity="solo", metrics_port=0, health_port=0)
