@@ -28,6 +28,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from kubereflector import KubeObject
 from kubereflector.backoff import Clock
 from kubereflector.client import EventRecorder, ResourceClient, load_config
 from kubereflector.errors import NotFoundError
@@ -51,7 +52,7 @@ FINALIZER = "replicator.kubereflector.io/cleanup"
 logger = logging.getLogger("configmap-replicator")
 
 
-def replicas_of(parent: dict[str, Any]) -> int | None:
+def replicas_of(parent: KubeObject) -> int | None:
     """N from the label (``None`` without it); a bad value is a TerminalError:
     retrying cannot fix it, a new label value queues the parent again."""
     value = parent["metadata"].get("labels", {}).get(REPLICAS)
@@ -62,7 +63,7 @@ def replicas_of(parent: dict[str, Any]) -> int | None:
     return int(value)
 
 
-def copy_of(parent: dict[str, Any], i: int) -> dict[str, Any]:
+def copy_of(parent: KubeObject, i: int) -> dict[str, Any]:
     meta = parent["metadata"]
     owner = {
         "apiVersion": "v1",
@@ -85,7 +86,7 @@ def copy_of(parent: dict[str, Any], i: int) -> dict[str, Any]:
     }
 
 
-def owned_by(obj: dict[str, Any], parent: dict[str, Any]) -> bool:
+def owned_by(obj: KubeObject, parent: KubeObject) -> bool:
     uid = parent["metadata"]["uid"]
     refs = obj["metadata"].get("ownerReferences") or []
     return any(ref.get("controller") and ref.get("uid") == uid for ref in refs)
@@ -110,7 +111,7 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
         lambda cm: FINALIZER in (cm or {}).get("metadata", {}).get("finalizers", ())
     )
 
-    async def replicate(api: ResourceClient, parent: dict[str, Any], n: int) -> None:
+    async def replicate(api: ResourceClient, parent: KubeObject, n: int) -> None:
         cache = manager.lister_for("configmaps").namespaced(parent["metadata"]["namespace"])
         changed = 0
         for i in range(n):
@@ -133,7 +134,7 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
             message = f"{n} copies in sync ({changed} created, updated or deleted)"
             events.record(parent, "Normal", "Replicated", message)
 
-    async def delete_copies(api: ResourceClient, parent: dict[str, Any], keep: int = 0) -> int:
+    async def delete_copies(api: ResourceClient, parent: KubeObject, keep: int = 0) -> int:
         """Delete the parent's copies numbered ``keep`` and above (read from the API
         server, not the cache: a copy created a moment ago must not survive)."""
         name = parent["metadata"]["name"]
@@ -171,10 +172,10 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
                 await api.patch(request.name, patch, type="json")
             return None
 
-        async def apply(cm: dict[str, Any]) -> None:
+        async def apply(cm: KubeObject) -> None:
             await replicate(api, cm, n)
 
-        async def cleanup(cm: dict[str, Any]) -> None:
+        async def cleanup(cm: KubeObject) -> None:
             await delete_copies(api, cm)
 
         return await finalizer(api, FINALIZER, parent, apply=apply, cleanup=cleanup)

@@ -52,11 +52,15 @@ FinalizerStep = Literal["add", "apply", "cleanup", "done"]
 
 
 class _AsyncPatcher(Protocol):
-    async def patch(self, name: str, patch: Any, *, type: str = ...) -> Any: ...
+    """What the helper needs of a :class:`~kubereflector.client.ResourceClient`."""
+
+    async def patch(self, name: str, patch: Any, *, type: Literal["json"]) -> Any: ...
 
 
 class _SyncPatcher(Protocol):
-    def patch(self, name: str, patch: Any, *, type: str = ...) -> Any: ...
+    """What the helper needs of a :class:`~kubereflector.client.SyncResourceClient`."""
+
+    def patch(self, name: str, patch: Any, *, type: Literal["json"]) -> Any: ...
 
 
 def _meta_value(obj: Any, json_name: str, attr_name: str) -> Any:
