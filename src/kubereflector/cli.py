@@ -7,6 +7,7 @@
                         [--every DURATION] [--metadata-only] [--no-strip-managed-fields]
     kubereflector get RESOURCE [-n NS | -A] [-l SELECTOR] [-o table|names|json]
     kubereflector emulator [--port N] [--write-kubeconfig PATH] [--seed-pods N]
+                           [--no-tls] [--no-auth]
     kubereflector demo [--duration S] [--forever]
 
 ``watch`` runs a :class:`~kubereflector.SharedIndexInformer` for a resource
@@ -763,18 +764,24 @@ def _age(timestamp: Any, now: datetime.datetime) -> str:
 
 
 async def _cmd_emulator(args: argparse.Namespace, ctx: _Context) -> int:
-    from .testing.apiserver import ApiServerEmulator, sample_pod
+    from .testing._apiserver_seed import cluster_pods
+    from .testing.apiserver import RANDOM_TOKEN, ApiServerEmulator
 
     if not 0 <= args.port <= 65535:
         raise _UsageError(f"invalid port {args.port}")
     if args.seed_pods < 0:
         raise _UsageError(f"--seed-pods must be >= 0 (got {args.seed_pods})")
-    server = ApiServerEmulator(host=args.host, port=args.port, tls=args.tls)
-    for i in range(args.seed_pods):
-        server.create("pods", sample_pod(f"pod-{i:05d}"))
+    server = ApiServerEmulator(
+        host=args.host,
+        port=args.port,
+        tls=not args.no_tls,
+        token=None if args.no_auth else RANDOM_TOKEN,
+    )
+    for pod in cluster_pods(args.seed_pods):
+        server.create("pods", pod)
     try:
         await server.start()
-    except RuntimeError as err:  # e.g. --tls without trustme
+    except RuntimeError as err:  # TLS without the emulator extra
         raise _CliError(str(err)) from err
     try:
         path = server.kubeconfig_path
@@ -783,6 +790,11 @@ async def _cmd_emulator(args: argparse.Namespace, ctx: _Context) -> int:
             path = args.write_kubeconfig
         ctx.out(server.url)
         ctx.err(f"kubeconfig: {path}")
+        if args.no_tls and not args.no_auth:
+            ctx.err(
+                "note: kubectl sends no token over plain HTTP; use it with --no-auth, "
+                "or serve HTTPS (the default)"
+            )
         ctx.err(f"serving {args.seed_pods} pods; stop with Ctrl-C")
         await ctx.stop.wait()
     finally:
@@ -914,7 +926,16 @@ def _build_parser(ctx: _Context) -> _Parser:
     emulator.add_argument("--port", type=int, default=0, help="port (0: pick a free one)")
     emulator.add_argument("--write-kubeconfig", metavar="PATH", help="write a kubeconfig here")
     emulator.add_argument("--seed-pods", type=int, default=0, metavar="N", help="create N pods")
-    emulator.add_argument("--tls", action="store_true", help="serve HTTPS (needs trustme)")
+    emulator.add_argument(
+        "--no-tls",
+        "--insecure-http",
+        dest="no_tls",
+        action="store_true",
+        help="serve plain HTTP (default: HTTPS with a generated CA, in the kubeconfig)",
+    )
+    # HTTPS is the default; --tls stays accepted for scripts written before.
+    emulator.add_argument("--tls", action="store_true", help=argparse.SUPPRESS)
+    emulator.add_argument("--no-auth", action="store_true", help="accept requests without a token")
     emulator.set_defaults(handler=_cmd_emulator)
 
     demo = commands.add_parser(

@@ -11,6 +11,7 @@ suite targets a real cluster.
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import json
 import re
@@ -507,22 +508,59 @@ async def test_watch_every_subprocess_prints_keys_until_sigterm(server: ApiServe
     assert re.search(r"^5 objects cached, 5 events, ", err, re.M), err
 
 
-async def test_emulator_subprocess_writes_a_kubeconfig_for_get(tmp_path: Path) -> None:
+async def test_emulator_subprocess_serves_https_and_writes_a_kubeconfig(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc.yaml"
     script = Path(sys.executable).parent / "kubereflector"
     command = (str(script),) if script.exists() else None
     argv = ("emulator", "--write-kubeconfig", str(kubeconfig), "--seed-pods", "3")
     async with subprocess(*argv, command=command) as proc:
-        url = await proc.expect(r"^http://127\.0\.0\.1:\d+$")
+        url = await proc.expect(r"^https://127\.0\.0\.1:\d+$")
         assert kubeconfig.exists()
         assert oct(kubeconfig.stat().st_mode & 0o777) == "0o600"
-        code, out, err = await run("get", "pods", "-o", "names", "--kubeconfig", str(kubeconfig))
+        config = yaml.safe_load(kubeconfig.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        assert cluster["server"] == url
+        assert (
+            "BEGIN CERTIFICATE" in base64.b64decode(cluster["certificate-authority-data"]).decode()
+        )
+        assert config["users"][0]["user"]["token"]
+        code, out, err = await run("get", "pods", "-o", "json", "--kubeconfig", str(kubeconfig))
         assert (code, err) == (0, "")
-        assert out.splitlines() == ["default/pod-00000", "default/pod-00001", "default/pod-00002"]
+        pods = json.loads(out)["items"]
+        assert sorted(p["metadata"]["labels"]["app"] for p in pods) == ["api", "web", "worker"]
+        for p in pods:  # they look like a real cluster's
+            assert p["spec"]["nodeName"].startswith("node-")
+            assert p["status"]["phase"] == "Running"
+            assert all(c["ready"] for c in p["status"]["containerStatuses"])
         code, _, err = await proc.finish(signal.SIGINT)
     assert code == 0
     assert f"kubeconfig: {kubeconfig}" in err
-    assert url
+
+
+async def test_emulator_no_tls_serves_plain_http(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kc.yaml"
+    argv = ("emulator", "--no-tls", "--no-auth", "--write-kubeconfig", str(kubeconfig))
+    async with subprocess(*argv) as proc:
+        url = await proc.expect(r"^http://127\.0\.0\.1:\d+$")
+        config = yaml.safe_load(kubeconfig.read_text())
+        assert config["clusters"][0]["cluster"] == {"server": url}
+        assert config["users"][0]["user"] == {}
+        code, _, err = await run("get", "pods", "--kubeconfig", str(kubeconfig))
+        assert (code, err) == (0, "No resources found in default namespace.\n")
+        code, _, err = await proc.finish(signal.SIGINT)
+    assert code == 0
+
+
+async def test_emulator_without_its_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "trustme", None)  # as if not installed
+    code, out, err = await run("emulator", "--port", "0")
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "pip install 'kubereflector[emulator]'" in err
+    assert "--no-tls" in err
 
 
 async def test_demo_subprocess_recovers_from_every_fault() -> None:

@@ -91,6 +91,7 @@ from ..errors import ApiError, error_from_status
 from ._apiserver_http import ApiHandler, Faults
 from ._apiserver_resources import DEFAULT_VERBS, ResourceInfo
 from ._apiserver_store import ENCODER, Record, StatusError, Store, copy_out, decode
+from ._apiserver_tls import make_server_tls
 
 __all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "main", "sample_pod"]
 
@@ -111,7 +112,8 @@ class ApiServerEmulator:
 
     ``host``/``port``: where to listen (``port=0``: an ephemeral port, kept
     across :meth:`restart`). ``tls``: serve HTTPS with a certificate from a CA
-    generated at first start (``ca_pem``; needs ``trustme``). ``token``: the
+    generated at first start (``ca_pem``; needs the ``emulator`` extra:
+    ``pip install 'kubereflector[emulator]'``). ``token``: the
     bearer token every request must carry (``None``: no authentication; by
     default a random one). ``history_limit``: events retained per resource for
     watches and continue tokens from older resourceVersions; ``history_seconds``:
@@ -237,21 +239,12 @@ class ApiServerEmulator:
         self._port = int(self._runner.addresses[-1][1])
 
     def _make_tls(self) -> None:
-        try:
-            import trustme
-        except ImportError:  # pragma: no cover - trustme is a test dependency
-            raise RuntimeError(
-                "ApiServerEmulator(tls=True) needs the 'trustme' package (pip install trustme)"
-            ) from None
-        ca = trustme.CA(organization_name="kubereflector emulator")
         names = list(_LOCAL_NAMES)
         if self._host not in names and self._host not in ("", "0.0.0.0", "::"):
             names.append(self._host)
-        cert = ca.issue_cert(*names)
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        cert.configure_cert(context)
-        self._ssl = context
-        self._ca_pem = ca.cert_pem.bytes()
+        tls = make_server_tls(names)
+        self._ssl = tls.context
+        self._ca_pem = tls.ca_pem
 
     # -- where and how to connect ------------------------------------------------------------
 
