@@ -1281,3 +1281,84 @@ async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
     assert process.returncode == 0, stderr.decode()
     assert b"Traceback" not in stderr
     assert b"RuntimeWarning" not in stderr
+
+
+# -- OpenAPI and server-side field validation (what kubectl validates with) ------------------
+
+
+async def test_openapi_v3_index_and_group_version_documents(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    server, api = env
+    server.register_resource("example.com", "v1", "widgets", "Widget")
+    index = await api.ok("GET", "/openapi/v3")
+    assert {"api/v1", "apis/apps/v1", "apis/example.com/v1"} <= set(index["paths"])
+    url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+    assert url.startswith("/openapi/v3/apis/apps/v1?hash=")
+    status, document, _ = await api.call("GET", url.split("?")[0])
+    assert status == 200
+    assert document["openapi"].startswith("3.")
+    item = document["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]
+    patch = item["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {
+        "group": "apps",
+        "version": "v1",
+        "kind": "Deployment",
+    }
+    assert {"name": "fieldValidation", "in": "query"}.items() <= patch["parameters"][0].items()
+    # no strategic merge patch media type: kubectl apply uses its compiled-in patch metadata
+    assert "application/strategic-merge-patch+json" not in patch["requestBody"]["content"]
+    schema = document["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"]
+    assert schema["x-kubernetes-group-version-kind"][0]["kind"] == "Deployment"
+    assert (await api.get("/openapi/v3/apis/nothing.example/v1"))[0] == 404
+
+
+async def test_openapi_v2_is_json_and_refuses_protobuf_only(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    _, api = env
+    protobuf = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    status, body, _ = await api.call("GET", "/openapi/v2", headers={"Accept": protobuf})
+    assert (status, body["reason"]) == (406, "NotAcceptable")
+    status, body, headers = await api.call(
+        "GET", "/openapi/v2", headers={"Accept": f"{protobuf}, application/json"}
+    )
+    assert status == 200
+    assert headers["Content-Type"] == "application/json"
+    assert body["swagger"] == "2.0"
+    assert "/api/v1/namespaces/{namespace}/pods/{name}" in body["paths"]
+
+
+async def test_field_validation_strict_warn_and_ignore(env: tuple[ApiServerEmulator, Api]) -> None:
+    server, api = env
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "colour": "x"}}
+    cm["datta"] = {}
+    path = "/api/v1/namespaces/default/configmaps"
+    status, body, _ = await api.call("POST", path, cm, params={"fieldValidation": "Strict"})
+    assert status == 400
+    assert body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'unknown field "datta", unknown field "metadata.colour"'
+    )
+    status, body, _ = await api.call("POST", path, cm, params={"fieldValidation": "Bogus"})
+    assert status == 400
+    assert "Unsupported value" in body["message"]
+    status, _, headers = await api.call("POST", path, cm, params={"fieldValidation": "Warn"})
+    assert status == 201
+    assert headers.getall("Warning") == [
+        '299 - "unknown field \\"datta\\""',
+        '299 - "unknown field \\"metadata.colour\\""',
+    ]
+    status, _, headers = await api.call(
+        "PATCH",
+        f"{path}/a",
+        {"data": {"k": "v"}},
+        params={"fieldValidation": "Strict"},
+        content_type="application/merge-patch+json",
+    )
+    assert status == 200
+    assert "Warning" not in headers
+    cm["metadata"] = {"name": "b"}
+    status, _, _ = await api.call("POST", path, cm, params={"fieldValidation": "Ignore"})
+    assert status == 201
+    assert [c["metadata"]["name"] for c in server.objects("configmaps")] == ["a", "b"]

@@ -24,6 +24,7 @@ from ..backoff import Clock
 from ..errors import failure_status
 from ..listwatch import INITIAL_EVENTS_END_ANNOTATION
 from ..selectors import FieldSelector, LabelSelector
+from ._apiserver_openapi import check_fields, openapi_response
 from ._apiserver_resources import (
     AGGREGATED_V2,
     EMULATED_VERSION,
@@ -634,6 +635,11 @@ class ApiHandler:
             response = web.Response(text="ok")
             response.headers["Content-Type"] = "text/plain; charset=utf-8"
             return response
+        if head == "openapi" and method == "GET":
+            document, content_type = openapi_response(
+                self.store.resources(), segments, request.headers.get("Accept", "")
+            )
+            return json_response(document, content_type=content_type)
         if head == "version" and len(segments) == 1:
             return json_response(ENCODER.encode(EMULATED_VERSION))
         resources = self.store.resources()
@@ -713,8 +719,9 @@ class ApiHandler:
                     raise _method_not_allowed(method, info.group_resource)
                 self._allow(info, "create", method)
                 body = await self._body(request)
+                warnings = check_fields(info, body, params.get("fieldValidation", ""))
                 record = self.store.create(bucket, body, namespace)
-                return json_response(record.full(), 201)
+                return _warn(json_response(record.full(), 201), warnings)
             if method == "DELETE":
                 self._allow(info, "deletecollection", method)
                 return await self._delete_collection(request, bucket, namespace, params)
@@ -728,10 +735,11 @@ class ApiHandler:
         if method == "PUT":
             self._allow(info, "update", method)
             body = await self._body(request)
+            warnings = check_fields(info, body, params.get("fieldValidation", ""))
             record = self.store.update(
                 bucket, namespace, name, body, subresource=_status_only(subresource)
             )
-            return json_response(record.full())
+            return _warn(json_response(record.full()), warnings)
         if method == "PATCH":
             self._allow(info, "patch", method)
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -746,10 +754,13 @@ class ApiHandler:
                     )
                 )
             patch = await self._body(request, raw_json=True)
+            warnings = []
+            if patch_type != "json":  # a merge patch has the shape of the object
+                warnings = check_fields(info, patch, params.get("fieldValidation", ""))
             record = self.store.patch(
                 bucket, namespace, name, patch_type, patch, subresource=_status_only(subresource)
             )
-            return json_response(record.full())
+            return _warn(json_response(record.full()), warnings)
         if method == "DELETE" and subresource is None:
             self._allow(info, "delete", method)
             options = await self._body(request, optional=True)
@@ -792,7 +803,15 @@ class ApiHandler:
                 return yaml.safe_load(data)
             if content_type == "application/vnd.kubernetes.protobuf":
                 raise StatusError(
-                    failure_status(415, "UnsupportedMediaType", "the emulator only speaks JSON")
+                    failure_status(
+                        415,
+                        "UnsupportedMediaType",
+                        "the kubereflector emulator accepts JSON and YAML bodies, not protobuf "
+                        "(which kubectl's generators such as 'kubectl create configmap' send): "
+                        "write the object to a file and use 'kubectl create -f' or "
+                        "'kubectl apply -f' (e.g. 'kubectl create configmap x "
+                        "--from-literal=k=v --dry-run=client -o yaml | kubectl apply -f -')",
+                    )
                 )
             return decode(data)
         except (msgspec.DecodeError, yaml.YAMLError) as exc:
@@ -953,6 +972,14 @@ class ApiHandler:
         with contextlib.suppress(ConnectionError):
             await response.write_eof()
         return response
+
+
+def _warn(response: web.Response, warnings: list[str]) -> web.Response:
+    """Add kube's ``Warning: 299 - "..."`` headers (kubectl prints them)."""
+    for text in warnings:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.add("Warning", f'299 - "{escaped}"')
+    return response
 
 
 def _list_head(info: ResourceInfo) -> bytes:

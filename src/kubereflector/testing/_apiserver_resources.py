@@ -52,6 +52,10 @@ class ResourceInfo:
     subresources: tuple[str, ...] = ()
     field_selectors: frozenset[str] = _META_FIELDS
     return_deleted_object: bool = False
+    # A CRD's openAPIV3Schema (served in the OpenAPI documents; None: schemaless).
+    schema: Mapping[str, Any] | None = None
+    # A CRD's additionalPrinterColumns (the Table kubectl prints).
+    printer_columns: tuple[Mapping[str, Any], ...] = ()
     # Derived in __post_init__.
     api_version: str = field(init=False)
     group_resource: str = field(init=False)
