@@ -1139,9 +1139,15 @@ async def test_tables_for_kubectl(env: tuple[ApiServerEmulator, Api]) -> None:
         "Status",
         "Restarts",
         "Age",
+        "IP",
+        "Node",
+        "Nominated Node",
+        "Readiness Gates",
     ]
+    assert [c["priority"] for c in table["columnDefinitions"]] == [0] * 5 + [1] * 4
     row = table["rows"][0]
     assert row["cells"][:4] == ["a", "0/1", "Pending", 0]
+    assert row["cells"][5:] == ["<none>"] * 4
     assert row["object"]["kind"] == "PartialObjectMetadata"
     status, table, _ = await api.call(
         "GET",
@@ -1149,7 +1155,7 @@ async def test_tables_for_kubectl(env: tuple[ApiServerEmulator, Api]) -> None:
         params={"includeObject": "Object"},
         headers={"Accept": TABLE},
     )
-    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
 
 
 # -- discovery and registered resources -------------------------------------------------------

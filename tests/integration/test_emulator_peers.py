@@ -28,6 +28,8 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
 
+from kubereflector import ResourceEventHandlerFuncs, SharedInformerFactory
+from kubereflector.client import Client, load_config
 from kubereflector.testing import ApiServerEmulator, FakeClock
 
 pytestmark = pytest.mark.asyncio
@@ -237,6 +239,139 @@ async def test_kubectl_sees_registered_resources(
     assert widget["spec"] == {"size": 3}
     resources = await kubectl.run("api-resources", "--api-group=example.com", "-o", "name")
     assert resources.split() == ["widgets.example.com"]
+
+
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "widgets",
+            "singular": "widget",
+            "kind": "Widget",
+            "shortNames": ["wd"],
+            "categories": ["toys"],
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
+                            "status": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
+                        },
+                    }
+                },
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                    {"name": "Colour", "type": "string", "jsonPath": ".spec.colour", "priority": 1},
+                    {
+                        "name": "Ready",
+                        "type": "string",
+                        "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+                    },
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                ],
+            }
+        ],
+    },
+}
+
+
+def widget(name: str, size: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"size": size, "colour": "red"},
+    }
+
+
+async def test_a_crd_applied_with_kubectl_serves_its_resource(
+    server: ApiServerEmulator, kubectl: Kubectl
+) -> None:
+    out = await kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(WIDGET_CRD))
+    assert (
+        out.strip() == "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"
+    )
+    crd = server.get("customresourcedefinitions", "widgets.example.com")
+    conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert conditions == {"NamesAccepted": "True", "Established": "True"}
+
+    resources = await kubectl.run("api-resources", "--api-group=example.com")
+    assert resources.splitlines()[1].split() == [
+        "widgets",
+        "wd",
+        "example.com/v1",
+        "true",
+        "Widget",
+    ]
+    out = await kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(widget("w1", 3)))
+    assert out.strip() == "widget.example.com/w1 created"
+    server.patch(
+        "widgets.example.com",
+        "w1",
+        {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+    )
+    table = (await kubectl.run("get", "wd")).splitlines()
+    assert table[0].split() == ["NAME", "SIZE", "READY", "AGE"]
+    assert table[1].split()[:3] == ["w1", "3", "True"]
+    wide = (await kubectl.run("get", "widgets", "-o", "wide")).splitlines()
+    assert wide[0].split() == ["NAME", "SIZE", "COLOUR", "READY", "AGE"]
+    assert await kubectl.run("get", "toys", "-o", "name") == "widget.example.com/w1\n"
+
+    # Unknown fields are refused under the CRD's schema; then the CRD goes, with its objects.
+    bad = {**widget("w2", 1), "extra": True}
+    code, _, err = await kubectl.call("create", "-f", "-", stdin=yaml.safe_dump(bad))
+    assert code == 1
+    assert 'unknown field "extra"' in err
+    await kubectl.run("delete", "crd", "widgets.example.com")
+    code, _, err = await kubectl.call("get", "widgets")
+    assert code == 1
+    # (kubectl still knows the resource from its discovery cache; the server does not)
+    assert "the server could not find the requested resource" in err
+    assert server.objects("customresourcedefinitions") == []
+    with pytest.raises(ValueError, match="unknown resource"):
+        server.objects("widgets")
+
+
+async def test_an_informer_sees_a_crd_created_with_kubectl(
+    server: ApiServerEmulator, kubectl: Kubectl
+) -> None:
+    await kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(WIDGET_CRD))
+    await kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(widget("w1", 1)))
+    seen: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_add(obj: Any) -> None:
+        await seen.put(obj["metadata"]["name"])
+
+    async with (
+        Client(load_config(server.kubeconfig_path)) as client,
+        SharedInformerFactory(client, namespace="default") as factory,
+    ):
+        widgets = factory.informer_for("wd")
+        widgets.add_event_handler(ResourceEventHandlerFuncs(on_add=on_add))
+        factory.start()
+        assert await factory.wait_for_cache_sync(timeout=WAIT) == {"widgets.example.com": True}
+        assert await asyncio.wait_for(seen.get(), WAIT) == "w1"
+        await kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(widget("w2", 2)))
+        assert await asyncio.wait_for(seen.get(), WAIT) == "w2"
+        stored = factory.lister_for("widgets.example.com").namespaced("default").get("w2")
+        assert stored["spec"] == {"size": 2, "colour": "red"}
 
 
 async def test_kubectl_over_plain_http_without_auth(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import collections
 import random
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -451,6 +451,11 @@ class Store:
         self.rv = 0
         self.buckets: dict[str, Bucket] = {}
         self.by_gvr: dict[tuple[str, str, str], Bucket] = {}
+        # Hooks of resources with server-side behaviour (testing/_apiserver_crd.py):
+        # ``admission[group_resource](obj)`` may amend or refuse (raise StatusError) an
+        # object about to be stored; every observer sees each stored change.
+        self.admission: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self.observers: list[Callable[[Bucket, str, Record], None]] = []
         for info in BUILTIN_RESOURCES:
             self.register(info)
         namespaces = self.buckets["namespaces"]
@@ -468,6 +473,17 @@ class Store:
         self.buckets[info.group_resource] = bucket
         self.by_gvr[(info.group, info.version, info.plural)] = bucket
         return bucket
+
+    def unregister(self, group_resource: str) -> None:
+        """Stop serving a resource: its objects are deleted (watchers see it) and its
+        watches end, as when kube-apiserver removes a CRD."""
+        bucket = self.buckets[group_resource]
+        for record in list(bucket.objects.values()):
+            self._remove(bucket, record)
+        for watcher in list(bucket.watchers):
+            watcher.end(discard=False)
+        del self.buckets[group_resource]
+        del self.by_gvr[(bucket.info.group, bucket.info.version, bucket.info.plural)]
 
     def resources(self) -> list[ResourceInfo]:
         return [b.info for b in self.buckets.values()]
@@ -621,6 +637,8 @@ class Store:
         self.prune(bucket)
         for watcher in list(bucket.watchers):
             watcher.offer(event)
+        for observer in self.observers:
+            observer(bucket, event_type, record)
 
     def _body(self, info: ResourceInfo, obj: Any) -> dict[str, Any]:
         """A request body as a fresh top-level dict with its own metadata dict."""
@@ -677,6 +695,9 @@ class Store:
                 errors.append(FieldError(f"metadata.labels[{key}]", "Invalid", str(why), value))
         if errors:
             raise invalid(info.kind, name, errors, info.group)
+        admit = self.admission.get(info.group_resource)
+        if admit is not None:
+            admit(obj)
 
     def _check_namespace(
         self, info: ResourceInfo, meta: dict[str, Any], namespace: str | None

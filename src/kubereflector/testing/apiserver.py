@@ -13,9 +13,13 @@ or from a shell (runs until SIGINT/SIGTERM)::
 
     python -m kubereflector.testing.apiserver --port 6443 --write-kubeconfig kc.yaml --tls
 
-What it serves: core/v1 namespaces, pods, configmaps, secrets, services and
-apps/v1 deployments, plus any resource registered with :meth:`register_resource`
-(a CRD stand-in), with legacy and aggregated (v2) discovery. Writes (create,
+What it serves: core/v1 namespaces, pods, configmaps, secrets, services,
+apps/v1 deployments and apiextensions.k8s.io/v1 customresourcedefinitions (creating
+one serves its resource: discovery, printer columns, schema), plus any resource
+registered with :meth:`register_resource` (a CRD stand-in from Python), with legacy
+and aggregated (v2) discovery, and OpenAPI v2 (JSON) and v3 documents with
+server-side field validation (``fieldValidation``), enough for ``kubectl create -f``
+and ``kubectl apply -f`` to validate. Writes (create,
 update, merge/JSON/strategic patch, delete, deletecollection, the ``status``
 subresource) bump one global resourceVersion (a decimal string) and stamp
 ``resourceVersion``, ``uid``, ``creationTimestamp`` and ``generation``. Lists and
@@ -55,9 +59,11 @@ Deliberate differences from kube-apiserver (each for a reason):
   up to 3 s for it to arrive first).
 * Strategic merge patch is a JSON merge patch that ignores ``$`` directives
   (lists are replaced, not merged by key); server-side apply, ``dryRun`` and
-  protobuf are refused (415/400). No admission, defaulting (beyond a pod's
-  ``status.phase: Pending`` and a namespace's phase and name label), schema
-  validation, RBAC, managedFields or OpenAPI.
+  protobuf are refused (415/400; kubectl's generators such as ``kubectl create
+  configmap`` send protobuf: the 415 says to use ``create -f``/``apply -f``). No
+  admission, defaulting (beyond a pod's ``status.phase: Pending`` and a namespace's
+  phase and name label), schema validation (only unknown top-level and metadata
+  fields are reported), RBAC or managedFields. A CRD serves its storage version only.
 * Auth: one bearer token (or none); ``/healthz``, ``/livez``, ``/readyz`` and
   ``/version`` are open to anonymous requests, everything else needs the token.
   (kubectl 1.37 sends a bearer token only over TLS: give kubectl ``tls=True``,
@@ -88,6 +94,7 @@ from aiohttp import web
 
 from ..backoff import Clock, RealClock
 from ..errors import ApiError, error_from_status
+from ._apiserver_crd import install as install_crds
 from ._apiserver_http import ApiHandler, Faults
 from ._apiserver_resources import DEFAULT_VERBS, ResourceInfo
 from ._apiserver_store import ENCODER, Record, StatusError, Store, copy_out, decode
@@ -147,6 +154,7 @@ class ApiServerEmulator:
         self._store = Store(
             clock=self.clock, history_limit=history_limit, history_seconds=history_seconds
         )
+        install_crds(self._store)
         self._faults = Faults()
         self._handler = ApiHandler(
             store=self._store,
