@@ -2,10 +2,10 @@
 
 ::
 
-    kubereflector watch RESOURCE [-n NS | -A] [-l SELECTOR] [--field-selector F]
+    kubereflector watch RESOURCE [-n NS] [-A] [-l SELECTOR] [--field-selector F]
                         [--kubeconfig P] [--context C] [-o events|names|json|yaml]
                         [--every DURATION] [--metadata-only] [--no-strip-managed-fields]
-    kubereflector get RESOURCE [-n NS | -A] [-l SELECTOR] [-o table|names|json]
+    kubereflector get RESOURCE [-n NS] [-A] [-l SELECTOR] [-o table|wide|name|names|json|yaml]
     kubereflector emulator [--port N] [--write-kubeconfig PATH] [--seed-pods N]
                            [--no-tls] [--no-auth]
     kubereflector demo [--duration S] [--forever]
@@ -50,6 +50,7 @@ import aiohttp
 import msgspec
 import yaml
 
+from ._cli_tables import render_table
 from .backoff import Clock, RealClock
 from .client import (
     Client,
@@ -513,13 +514,16 @@ class _Counter:
             rv = (get_resource_version(obj) if obj is not None else None) or "-"
             self._ctx.out(f"{_now_iso()}  {kind:<8}  {key}  {rv}")
         elif output == "names":
-            self._ctx.out(key)
+            self._ctx.out(f"{key} (deleted)" if kind.startswith("DELETED") else key)
         elif obj is None:
             return  # a tombstone with no last known state: nothing to print
-        elif output == "json":
-            self._ctx.out(msgspec.json.encode(obj).decode())
         else:
-            self._ctx.out("---\n" + yaml.safe_dump(obj, sort_keys=False).rstrip("\n"))
+            # kubectl get -w --output-watch-events: the event type with the object
+            event = {"type": kind.split(" ")[0], "object": obj}
+            if output == "json":
+                self._ctx.out(msgspec.json.encode(event).decode())
+            else:
+                self._ctx.out("---\n" + yaml.safe_dump(event, sort_keys=False).rstrip("\n"))
 
 
 class _InformerRun:
@@ -700,64 +704,39 @@ async def _cmd_get(args: argparse.Namespace, ctx: _Context) -> int:
             raise _CliError(f"the cache of {what} did not sync within {args.timeout}")
         objects = _sorted_objects(run.informer)
         resource_version = run.informer.last_sync_resource_version()
-    if args.output == "json":
+    if args.output in ("json", "yaml"):
         doc = {
             "apiVersion": "v1",
             "kind": "List",
             "metadata": {"resourceVersion": resource_version},
             "items": objects,
         }
-        ctx.out(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+        if args.output == "json":
+            ctx.out(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+        else:
+            ctx.out(yaml.safe_dump(doc, sort_keys=False).rstrip("\n"))
     elif args.output == "names":
         for obj in objects:
             ctx.out(deletion_handling_meta_namespace_key_func(obj))
+    elif args.output == "name":
+        info = target.info
+        prefix = f"{info.kind.lower()}.{info.group}" if info.group else info.kind.lower()
+        for obj in objects:
+            ctx.out(f"{prefix}/{(get_metadata(obj) or {}).get('name', '')}")
     elif not objects:
         where = f" in {target.namespace} namespace" if target.namespace else ""
         ctx.err(f"No resources found{where}.")
     else:
         show_namespace = target.info.namespaced and target.namespace is None
-        ctx.out(_table(objects, show_namespace))
+        ctx.out(
+            render_table(
+                objects,
+                target.info.kind,
+                show_namespace=show_namespace,
+                wide=args.output == "wide",
+            )
+        )
     return EXIT_OK
-
-
-def _table(objects: Sequence[Any], show_namespace: bool) -> str:
-    now = datetime.datetime.now(datetime.timezone.utc)
-    header = ["NAME", "RESOURCE VERSION", "AGE"]
-    if show_namespace:
-        header.insert(0, "NAMESPACE")
-    rows = [header]
-    for obj in objects:
-        meta = get_metadata(obj) or {}
-        row = [
-            str(meta.get("name", "")),
-            str(meta.get("resourceVersion", "")),
-            _age(meta.get("creationTimestamp"), now),
-        ]
-        if show_namespace:
-            row.insert(0, str(meta.get("namespace", "")))
-        rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )
-
-
-def _age(timestamp: Any, now: datetime.datetime) -> str:
-    if not isinstance(timestamp, str):
-        return "<unknown>"
-    try:
-        then = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return "<unknown>"
-    seconds = max(0, int((now - then).total_seconds()))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 3 * 3600:
-        return f"{seconds // 60}m"
-    if seconds < 48 * 3600:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 86400}d"
 
 
 # -- emulator and demo -----------------------------------------------------------------------
@@ -850,9 +829,12 @@ def _build_parser(ctx: _Context) -> _Parser:
 
     connection = _Parser(add_help=False)
     connection.add_argument("resource", metavar="RESOURCE", help="pods, po, deploy, a CRD plural")
-    scope = connection.add_mutually_exclusive_group()
-    scope.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: the context's)")
-    scope.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    connection.add_argument(
+        "-n", "--namespace", metavar="NS", help="namespace (default: the context's)"
+    )
+    connection.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="every namespace (wins over -n)"
+    )
     connection.add_argument(
         "-l", "--selector", metavar="SELECTOR", default="", help="label selector (app=web,...)"
     )
@@ -879,8 +861,8 @@ def _build_parser(ctx: _Context) -> _Parser:
         "--output",
         choices=("events", "names", "json", "yaml"),
         default="events",
-        help="events: time, type, key, resourceVersion (default); names: keys; "
-        "json, yaml: each event's object",
+        help="events: time, type, key, resourceVersion (default); names: keys (deletions "
+        "marked '(deleted)'); json, yaml: each event as {type, object}",
     )
     watch.add_argument(
         "--every",
@@ -906,9 +888,10 @@ def _build_parser(ctx: _Context) -> _Parser:
     get.add_argument(
         "-o",
         "--output",
-        choices=("table", "names", "json"),
+        choices=("table", "wide", "name", "names", "json", "yaml"),
         default="table",
-        help="table (default), names: keys, json: a List of the cached objects",
+        help="table (default; kubectl's columns), wide: more columns, name: kind/name "
+        "as kubectl prints it, names: cache keys, json, yaml: a List of the cached objects",
     )
     get.add_argument(
         "--timeout", metavar="DURATION", default="60s", help="give up syncing after this"

@@ -135,12 +135,90 @@ async def test_get_table_in_the_contexts_namespace(server: ApiServerEmulator) ->
     code, out, err = await run("get", "pods", "--kubeconfig", server.kubeconfig_path)
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].split() == ["NAME", "RESOURCE", "VERSION", "AGE"]
+    assert lines[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     rows = [line.split() for line in lines[1:]]
-    assert [row[0] for row in rows] == ["db-0", "web-1", "web-2"]
-    rv = server.get("pods", "web-1")["metadata"]["resourceVersion"]
-    assert rows[1][1] == rv
-    assert re.fullmatch(r"\d+s", rows[1][2])
+    assert [row[:4] for row in rows] == [
+        ["db-0", "0/1", "Pending", "0"],
+        ["web-1", "0/1", "Pending", "0"],
+        ["web-2", "0/1", "Pending", "0"],
+    ]
+    assert re.fullmatch(r"\d+s", rows[1][4])
+
+
+async def test_get_wide_shows_ip_and_node_and_kubectl_statuses(server: ApiServerEmulator) -> None:
+    running = {
+        **server.get("pods", "web-1"),
+        "status": {
+            "phase": "Running",
+            "podIP": "10.244.0.7",
+            "containerStatuses": [
+                {
+                    "name": "c",
+                    "ready": False,
+                    "restartCount": 4,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                }
+            ],
+        },
+    }
+    running["spec"] = {**running["spec"], "nodeName": "node-a"}
+    server.update("pods", running)
+    code, out, _ = await run(
+        "get", "pods", "-o", "wide", "-l", "app=web", "--kubeconfig", server.kubeconfig_path
+    )
+    assert code == 0
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
+    assert lines[1][:4] == ["web-1", "0/1", "CrashLoopBackOff", "4"]
+    assert lines[1][5:] == ["10.244.0.7", "node-a"]
+    assert lines[2][5:] == ["<none>", "<none>"]
+
+
+async def test_get_tables_of_other_kinds(server: ApiServerEmulator) -> None:
+    kc = ("--kubeconfig", server.kubeconfig_path)
+    server.create("configmaps", {"metadata": {"name": "cfg"}, "data": {"a": "1", "b": "2"}})
+    code, out, _ = await run("get", "cm", *kc)
+    assert code == 0
+    assert [line.split()[:2] for line in out.splitlines()] == [["NAME", "DATA"], ["cfg", "2"]]
+    code, out, _ = await run("get", "ns", *kc)
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == ["NAME", "STATUS", "AGE"]
+    assert ["shop", "Active"] in [line[:2] for line in lines]
+    server.create(
+        "deployments",
+        {
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": {}},
+            "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2},
+        },
+    )
+    code, out, _ = await run("get", "deploy", *kc)
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert lines[1][:4] == ["web", "2/3", "3", "2"]
+
+
+async def test_get_name_and_yaml_as_kubectl(server: ApiServerEmulator) -> None:
+    kc = ("--kubeconfig", server.kubeconfig_path)
+    code, out, _ = await run("get", "pods", "-o", "name", "-l", "app=web", *kc)
+    assert (code, out) == (0, "pod/web-1\npod/web-2\n")
+    server.register_resource("example.com", "v1", "widgets", "Widget")
+    server.create("widgets.example.com", {"metadata": {"name": "w"}})
+    code, out, _ = await run("get", "widgets", "-o", "name", *kc)
+    assert (code, out) == (0, "widget.example.com/w\n")
+    code, out, _ = await run("get", "pods", "-o", "yaml", "-l", "app=db", *kc)
+    doc = yaml.safe_load(out)
+    assert doc["kind"] == "List"
+    assert doc["items"] == [server.get("pods", "db-0")]
+
+
+async def test_all_namespaces_wins_over_namespace(server: ApiServerEmulator) -> None:
+    kc = ("--kubeconfig", server.kubeconfig_path)
+    code, out, err = await run("get", "pods", "-A", "-n", "shop", "-o", "names", *kc)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == ["default/db-0", "default/web-1", "default/web-2", "shop/cart-0"]
+    code, out, _ = await run("get", "pods", "-n", "shop", "-A", *kc)
+    assert out.splitlines()[0].split()[:2] == ["NAMESPACE", "NAME"]
 
 
 async def test_get_all_namespaces_names(server: ApiServerEmulator) -> None:
@@ -357,18 +435,34 @@ async def test_watch_json_and_yaml_print_each_object(server: ApiServerEmulator) 
     kc = ("--kubeconfig", server.kubeconfig_path)
     async with in_process("watch", "pods", "-l", "app=db", "-o", "json", *kc) as cmd:
         line = await cmd.out.wait_for(r'"name":"db-0"')
-        assert json.loads(line) == server.get("pods", "db-0")
+        assert json.loads(line) == {"type": "ADDED", "object": server.get("pods", "db-0")}
         server.patch("pods", "db-0", {"metadata": {"labels": {"app": "db", "v": "2"}}})
         line = await cmd.out.wait_for(r'"v":"2"')
-        assert json.loads(line)["metadata"]["resourceVersion"] == server.resource_version
+        event = json.loads(line)
+        assert event["type"] == "MODIFIED"
+        assert event["object"]["metadata"]["resourceVersion"] == server.resource_version
+        deleted = server.delete("pods", "db-0")
+        line = await cmd.out.wait_for(r'"type":"DELETED"')
+        assert json.loads(line) == {"type": "DELETED", "object": deleted}
         assert await cmd.finish() == 0
-    assert len(cmd.out.lines()) == 2
+    assert len(cmd.out.lines()) == 3
 
     async with in_process("watch", "pods", "-n", "shop", "-o", "yaml", *kc) as cmd:
-        await cmd.out.wait_for(r"^  name: cart-0$")
+        await cmd.out.wait_for(r"^    name: cart-0$")
         assert await cmd.finish() == 0
     docs = list(yaml.safe_load_all(cmd.out.getvalue()))
-    assert docs == [server.get("pods", "cart-0", "shop")]
+    assert docs == [{"type": "ADDED", "object": server.get("pods", "cart-0", "shop")}]
+
+
+async def test_watch_names_marks_deletions(server: ApiServerEmulator) -> None:
+    argv = ("watch", "pods", "-n", "shop", "-o", "names", "--kubeconfig", server.kubeconfig_path)
+    async with in_process(*argv) as cmd:
+        await cmd.out.wait_for(r"^shop/cart-0$")
+        await server.wait_for_watches(1, "pods")
+        server.delete("pods", "cart-0", "shop")
+        await cmd.out.wait_for(r"^shop/cart-0 \(deleted\)$")
+        assert await cmd.finish() == 0
+    assert cmd.out.lines() == ["shop/cart-0", "shop/cart-0 (deleted)"]
 
 
 async def test_watch_strips_managed_fields_unless_asked(server: ApiServerEmulator) -> None:
@@ -378,17 +472,17 @@ async def test_watch_strips_managed_fields_unless_asked(server: ApiServerEmulato
     argv = ("watch", "pods", "-l", "app=db", "-o", "json", "--kubeconfig", server.kubeconfig_path)
     async with in_process(*argv) as cmd:
         line = await cmd.out.wait_for("db-0")
-    assert "managedFields" not in json.loads(line)["metadata"]
+    assert "managedFields" not in json.loads(line)["object"]["metadata"]
     async with in_process(*argv, "--no-strip-managed-fields") as cmd:
         line = await cmd.out.wait_for("db-0")
-    assert json.loads(line)["metadata"]["managedFields"] == managed
+    assert json.loads(line)["object"]["metadata"]["managedFields"] == managed
 
 
 async def test_watch_metadata_only(server: ApiServerEmulator) -> None:
     argv = ("watch", "pods", "-l", "app=db", "-o", "json", "--metadata-only")
     async with in_process(*argv, "--kubeconfig", server.kubeconfig_path) as cmd:
         line = await cmd.out.wait_for("db-0")
-    obj = json.loads(line)
+    obj = json.loads(line)["object"]
     assert obj["kind"] == "PartialObjectMetadata"
     assert "spec" not in obj
 
