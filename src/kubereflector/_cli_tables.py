@@ -3,7 +3,8 @@
 Private to :mod:`kubereflector.cli`. Pure functions of the cached objects: no I/O.
 Pods: NAME READY STATUS RESTARTS AGE (``wide``: IP NODE); deployments: NAME READY
 UP-TO-DATE AVAILABLE AGE; configmaps: NAME DATA AGE; nodes: NAME STATUS ROLES AGE
-VERSION; namespaces: NAME STATUS AGE; everything else: NAME AGE.
+VERSION; namespaces: NAME STATUS AGE; a CRD's resource: its additionalPrinterColumns;
+everything else: NAME AGE.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import datetime
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ._jsonpath import json_path
 from .keys import KubeObject, get_metadata
 
 __all__ = ["age", "render_table"]
@@ -162,30 +164,71 @@ def _columns(kind: str, wide: bool) -> list[tuple[str, Cell]]:
     return [("AGE", lambda o: "")]
 
 
+def _printer_cell(column: Mapping[str, Any], now: datetime.datetime) -> Cell:
+    path = str(column.get("jsonPath", ""))
+    is_date = column.get("type") == "date"
+
+    def cell(obj: Mapping[str, Any]) -> str:
+        value = json_path(obj, path)
+        if value is None:
+            return "<none>"
+        if is_date:
+            return age(value, now)
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return cell
+
+
+def _printer_columns(
+    printer_columns: Sequence[Mapping[str, Any]], wide: bool, now: datetime.datetime
+) -> list[tuple[str, Cell]]:
+    return [
+        (str(c.get("name", "")).upper(), _printer_cell(c, now))
+        for c in printer_columns
+        if wide or not int(c.get("priority", 0) or 0)
+    ]
+
+
 def render_table(
     objects: Sequence[KubeObject],
     kind: str,
     *,
     show_namespace: bool,
     wide: bool = False,
+    printer_columns: Sequence[Mapping[str, Any]] = (),
+    header: bool = True,
     now: datetime.datetime | None = None,
 ) -> str:
-    """The objects as kubectl prints them (three spaces between columns)."""
+    """The objects as kubectl prints them (three spaces between columns).
+
+    ``printer_columns``: a CRD version's ``additionalPrinterColumns`` (they replace
+    the kind's columns; ``priority`` > 0 only with ``wide``). ``header``: print the
+    column names first."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    columns = _columns(kind, wide)
-    header = ["NAME", *(name for name, _ in columns)]
+    if printer_columns:
+        columns = _printer_columns(printer_columns, wide, now)
+    else:
+        columns = _columns(kind, wide)
+    names = ["NAME", *(name for name, _ in columns)]
     if show_namespace:
-        header.insert(0, "NAMESPACE")
-    rows = [header]
+        names.insert(0, "NAMESPACE")
+    rows = [names] if header else []
     for obj in objects:
         meta = get_metadata(obj) or {}
         row = [str(meta.get("name", ""))]
         for name, cell in columns:
-            row.append(age(meta.get("creationTimestamp"), now) if name == "AGE" else cell(obj))
+            if name == "AGE" and not printer_columns:
+                row.append(age(meta.get("creationTimestamp"), now))
+            else:
+                row.append(cell(obj))
         if show_namespace:
             row.insert(0, str(meta.get("namespace", "")))
         rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    if not rows:
+        return ""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(names))]
     return "\n".join(
         "   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows

@@ -6,6 +6,7 @@
                         [--kubeconfig P] [--context C] [-o events|names|json|yaml]
                         [--every DURATION] [--metadata-only] [--no-strip-managed-fields]
     kubereflector get RESOURCE [-n NS] [-A] [-l SELECTOR] [-o table|wide|name|names|json|yaml]
+                      [-w]
     kubereflector emulator [--port N] [--write-kubeconfig PATH] [--seed-pods N]
                            [--no-tls] [--no-auth]
     kubereflector demo [--duration S] [--forever]
@@ -14,9 +15,11 @@
 (resolved through discovery: ``pods``, ``po``, ``deploy``, a CRD plural) and
 prints a live event log, or with ``--every`` the cache's keys at that interval;
 Ctrl-C (or SIGTERM) stops it and prints a one-line summary on stderr. ``get``
-syncs once and prints from the cache. ``emulator`` serves the bundled API-server
-emulator until stopped; ``demo`` runs an informer against it under churn and
-injected faults, narrating the recovery (see :mod:`kubereflector._demo`).
+syncs once and prints from the cache, with kubectl's columns (a CRD's
+``additionalPrinterColumns`` for its resources); ``get -w`` then prints each change.
+``emulator`` serves the bundled API-server emulator until stopped; ``demo`` runs
+an informer against it under churn and injected faults, narrating the recovery
+(see :mod:`kubereflector._demo`).
 
 Errors a user can cause (no kubeconfig, unknown context or resource, an
 unreachable server, 401/403, a malformed selector) print one line on stderr
@@ -60,6 +63,7 @@ from .client import (
     UnknownResourceError,
     load_config,
 )
+from .client.paths import quote_segment, validate_name
 from .errors import ApiError, ForbiddenError, UnauthorizedError
 from .keys import (
     DeletedFinalStateUnknown,
@@ -693,50 +697,123 @@ async def _cmd_get(args: argparse.Namespace, ctx: _Context) -> int:
     timeout = _duration_arg(args.timeout, "--timeout")
     async with _connect(args, ctx) as target:
         what = target.info.resource
+        printer = _GetPrinter(args.output, target, await _printer_columns(target))
         progress = _ListProgress(ctx.stderr, what, enabled=ctx.tty, clock=ctx.clock)
         run = _InformerRun(target, ctx, observer=progress, strip=True)
         async with run:
             synced = await run.wait_synced(timeout)
-        progress.finish()
-        if not synced:
-            if ctx.stop.is_set():
-                return EXIT_INTERRUPTED
-            raise _CliError(f"the cache of {what} did not sync within {args.timeout}")
-        objects = _sorted_objects(run.informer)
-        resource_version = run.informer.last_sync_resource_version()
-    if args.output in ("json", "yaml"):
-        doc = {
-            "apiVersion": "v1",
-            "kind": "List",
-            "metadata": {"resourceVersion": resource_version},
-            "items": objects,
-        }
-        if args.output == "json":
-            ctx.out(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
-        else:
-            ctx.out(yaml.safe_dump(doc, sort_keys=False).rstrip("\n"))
-    elif args.output == "names":
-        for obj in objects:
-            ctx.out(deletion_handling_meta_namespace_key_func(obj))
-    elif args.output == "name":
-        info = target.info
-        prefix = f"{info.kind.lower()}.{info.group}" if info.group else info.kind.lower()
-        for obj in objects:
-            ctx.out(f"{prefix}/{(get_metadata(obj) or {}).get('name', '')}")
-    elif not objects:
-        where = f" in {target.namespace} namespace" if target.namespace else ""
-        ctx.err(f"No resources found{where}.")
-    else:
-        show_namespace = target.info.namespaced and target.namespace is None
-        ctx.out(
-            render_table(
-                objects,
-                target.info.kind,
-                show_namespace=show_namespace,
-                wide=args.output == "wide",
-            )
-        )
+            progress.finish()
+            if not synced:
+                if ctx.stop.is_set():
+                    return EXIT_INTERRUPTED
+                raise _CliError(f"the cache of {what} did not sync within {args.timeout}")
+            objects = _sorted_objects(run.informer)
+            printer.listing(ctx, objects, run.informer.last_sync_resource_version())
+            if args.watch:
+                run.informer.add_event_handler(_WatchPrinter(ctx, printer))
+                await run.wait_stopped()
     return EXIT_OK
+
+
+async def _printer_columns(target: _Target) -> list[dict[str, Any]]:
+    """The ``additionalPrinterColumns`` of the CRD serving the target's resource, if it
+    is one the user may read (else none: the table shows NAME and AGE)."""
+    info = target.info
+    if "." not in info.group:  # CRD groups have a dot; most built-in groups do not
+        return []
+    crd_name = f"{info.resource}.{info.group}"
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + quote_segment(
+        validate_name(crd_name)
+    )
+    try:
+        crd = await target.client.get(path)
+    except ApiError:
+        return []  # not a CRD, or not readable: the default columns
+    for version in (crd.get("spec") or {}).get("versions") or []:
+        if isinstance(version, dict) and version.get("name") == info.version:
+            columns = version.get("additionalPrinterColumns") or []
+            return [c for c in columns if isinstance(c, dict)]
+    return []
+
+
+class _GetPrinter:
+    """How ``get`` prints objects: the whole listing, and with ``-w`` each change."""
+
+    def __init__(
+        self, output: str, target: _Target, printer_columns: Sequence[dict[str, Any]]
+    ) -> None:
+        self.output = output
+        self.target = target
+        self.printer_columns = printer_columns
+        info = target.info
+        self.name_prefix = f"{info.kind.lower()}.{info.group}" if info.group else info.kind.lower()
+
+    def listing(self, ctx: _Context, objects: Sequence[Any], resource_version: str) -> None:
+        if self.output in ("json", "yaml"):
+            doc = {
+                "apiVersion": "v1",
+                "kind": "List",
+                "metadata": {"resourceVersion": resource_version},
+                "items": objects,
+            }
+            if self.output == "json":
+                ctx.out(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+            else:
+                ctx.out(yaml.safe_dump(doc, sort_keys=False).rstrip("\n"))
+        elif self.output in ("name", "names"):
+            for obj in objects:
+                ctx.out(self.line(obj))
+        elif not objects:
+            namespace = self.target.namespace
+            ctx.err(f"No resources found{f' in {namespace} namespace' if namespace else ''}.")
+        else:
+            ctx.out(self.table(objects, header=True))
+
+    def line(self, obj: Any) -> str:
+        """One object as a line of ``-o name|names|json|yaml`` or a table row."""
+        if self.output == "names":
+            return deletion_handling_meta_namespace_key_func(obj)
+        if self.output == "name":
+            return f"{self.name_prefix}/{(get_metadata(obj) or {}).get('name', '')}"
+        if self.output == "json":
+            return msgspec.json.format(msgspec.json.encode(obj), indent=2).decode()
+        if self.output == "yaml":
+            return "---\n" + yaml.safe_dump(obj, sort_keys=False).rstrip("\n")
+        return self.table([obj], header=False)
+
+    def table(self, objects: Sequence[Any], *, header: bool) -> str:
+        info = self.target.info
+        return render_table(
+            objects,
+            info.kind,
+            show_namespace=info.namespaced and self.target.namespace is None,
+            wide=self.output == "wide",
+            printer_columns=self.printer_columns,
+            header=header,
+        )
+
+
+class _WatchPrinter:
+    """``get -w``: after the listing, one line (or row) per change, as kubectl prints
+    them; the replay of the cache on registration is skipped (already listed)."""
+
+    def __init__(self, ctx: _Context, printer: _GetPrinter) -> None:
+        self._ctx = ctx
+        self._printer = printer
+
+    async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if not is_in_initial_list:
+            self._ctx.out(self._printer.line(obj))
+
+    async def on_update(self, old: Any, new: Any) -> None:
+        if get_resource_version(old) != get_resource_version(new):
+            self._ctx.out(self._printer.line(new))
+
+    async def on_delete(self, obj: Any) -> None:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+        if obj is not None:
+            self._ctx.out(self._printer.line(obj))
 
 
 # -- emulator and demo -----------------------------------------------------------------------
@@ -895,6 +972,12 @@ def _build_parser(ctx: _Context) -> _Parser:
     )
     get.add_argument(
         "--timeout", metavar="DURATION", default="60s", help="give up syncing after this"
+    )
+    get.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="after the listing, print each change until Ctrl-C (as kubectl get -w)",
     )
     get.set_defaults(handler=_cmd_get)
 

@@ -212,6 +212,73 @@ async def test_get_name_and_yaml_as_kubectl(server: ApiServerEmulator) -> None:
     assert doc["items"] == [server.get("pods", "db-0")]
 
 
+async def test_get_watch_prints_the_listing_then_each_change(server: ApiServerEmulator) -> None:
+    argv = ("get", "pods", "-w", "-l", "app=web", "--kubeconfig", server.kubeconfig_path)
+    async with in_process(*argv) as cmd:
+        await cmd.out.wait_for(r"^web-2 ")
+        assert cmd.out.lines()[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        await server.wait_for_watches(1, "pods")
+        server.create("pods", pod("web-3", app="web"))
+        await cmd.out.wait_for(r"^web-3 +0/1 +Pending +0 +\d+s$")
+        server.update("pods", {**server.get("pods", "web-1"), "status": {"phase": "Running"}})
+        await cmd.out.wait_for(r"^web-1 +0/1 +Running ")
+        server.delete("pods", "web-2")
+        assert await cmd.finish() == 0
+    rows = [line.split()[0] for line in cmd.out.lines()]
+    assert rows[:4] == ["NAME", "web-1", "web-2", "web-3"]  # the listing, then the add
+    assert rows[4] == "web-1"
+
+    argv = ("get", "pods", "-w", "-o", "name", "-n", "shop", "--kubeconfig", server.kubeconfig_path)
+    async with in_process(*argv) as cmd:
+        await cmd.out.wait_for(r"^pod/cart-0$")
+        await server.wait_for_watches(1, "pods")
+        server.create("pods", pod("cart-1", "shop", app="cart"))
+        await cmd.out.wait_for(r"^pod/cart-1$")
+        assert await cmd.finish() == 0
+    assert cmd.out.lines() == ["pod/cart-0", "pod/cart-1"]
+
+
+async def test_get_shows_a_crds_printer_columns(server: ApiServerEmulator) -> None:
+    columns = [
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+        {"name": "Colour", "type": "string", "jsonPath": ".spec.colour", "priority": 1},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    crd = {
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "additionalPrinterColumns": columns,
+                }
+            ],
+        },
+    }
+    server.create("customresourcedefinitions", crd)
+    server.create("widgets", {"metadata": {"name": "w1"}, "spec": {"size": 3, "colour": "red"}})
+    server.create("widgets", {"metadata": {"name": "w2"}, "spec": {}})
+    kc = ("--kubeconfig", server.kubeconfig_path)
+    code, out, _ = await run("get", "wd", *kc)
+    assert code == 0
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == ["NAME", "SIZE", "AGE"]
+    assert lines[1][:2] == ["w1", "3"]
+    assert lines[2][:2] == ["w2", "<none>"]
+    assert re.fullmatch(r"\d+s", lines[1][2])
+    code, out, _ = await run("get", "wd", "-o", "wide", *kc)
+    assert [line.split()[:3] for line in out.splitlines()] == [
+        ["NAME", "SIZE", "COLOUR"],
+        ["w1", "3", "red"],
+        ["w2", "<none>", "<none>"],
+    ]
+
+
 async def test_all_namespaces_wins_over_namespace(server: ApiServerEmulator) -> None:
     kc = ("--kubeconfig", server.kubeconfig_path)
     code, out, err = await run("get", "pods", "-A", "-n", "shop", "-o", "names", *kc)

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from kubereflector import ApiError
+from kubereflector._jsonpath import json_path
 from kubereflector.testing import ApiServerEmulator
-from kubereflector.testing._apiserver_printers import json_path
 
 OBJ: dict[str, Any] = {
     "spec": {"size": 3, "ports": [{"port": 80}, {"port": 443}]},
