@@ -1179,7 +1179,11 @@ async def test_discovery_legacy_and_aggregated(env: tuple[ApiServerEmulator, Api
     assert pods["shortNames"] == ["po"]
     assert any(r["name"] == "pods/status" for r in core["resources"])
     groups = await api.ok("GET", "/apis")
-    assert {g["name"] for g in groups["groups"]} == {"apps", "example.com"}
+    assert {g["name"] for g in groups["groups"]} == {
+        "apps",
+        "apiextensions.k8s.io",
+        "example.com",
+    }
     group = await api.ok("GET", "/apis/example.com")
     assert group["preferredVersion"] == {
         "groupVersion": "example.com/v1alpha1",

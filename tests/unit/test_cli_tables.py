@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from kubereflector._cli_tables import age, render_table
+from kubereflector._cli_tables import render_table
 
 NOW = datetime.datetime(2025, 1, 2, 12, 0, 0, tzinfo=datetime.timezone.utc)
 CREATED = "2025-01-02T11:00:00Z"  # an hour before NOW
@@ -13,14 +13,6 @@ CREATED = "2025-01-02T11:00:00Z"  # an hour before NOW
 
 def rows(text: str) -> list[list[str]]:
     return [line.split() for line in text.splitlines()]
-
-
-def test_age() -> None:
-    assert age("2025-01-02T11:59:30Z", NOW) == "30s"
-    assert age(CREATED, NOW) == "60m"
-    assert age("2024-12-30T12:00:00Z", NOW) == "3d"
-    assert age(None, NOW) == "<unknown>"
-    assert age("yesterday", NOW) == "<unknown>"
 
 
 def test_nodes_with_roles_status_and_wide_internal_ip() -> None:
