@@ -487,9 +487,10 @@ class _Counter:
     """Counts the informer's notifications (changes: adds, updates that changed the
     resourceVersion, deletes and tombstones) and, for ``watch``, prints each one."""
 
-    def __init__(self, ctx: _Context, output: str | None) -> None:
+    def __init__(self, ctx: _Context, output: str | None, name_prefix: str = "") -> None:
         self._ctx = ctx
         self._output = output
+        self._name_prefix = name_prefix  # "pod", "deployment.apps": for -o name
         self.count = 0
 
     async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
@@ -517,7 +518,9 @@ class _Counter:
         if output == "events":
             rv = (get_resource_version(obj) if obj is not None else None) or "-"
             self._ctx.out(f"{_now_iso()}  {kind:<8}  {key}  {rv}")
-        elif output == "names":
+        elif output in ("names", "name"):
+            if output == "name":
+                key = f"{self._name_prefix}/{key.rpartition('/')[2]}"
             self._ctx.out(f"{key} (deleted)" if kind.startswith("DELETED") else key)
         elif obj is None:
             return  # a tombstone with no last known state: nothing to print
@@ -648,7 +651,9 @@ async def _cmd_watch(args: argparse.Namespace, ctx: _Context) -> int:
         what = target.info.resource
         progress = _WatchObserver(ctx, what)
         run = _InformerRun(target, ctx, observer=progress, strip=not args.no_strip_managed_fields)
-        counter = _Counter(ctx, None if every is not None else args.output)
+        counter = _Counter(
+            ctx, None if every is not None else args.output, _name_prefix(target.info)
+        )
         run.informer.add_event_handler(counter)
         async with run:
             synced = await run.wait_synced()
@@ -697,7 +702,8 @@ async def _cmd_get(args: argparse.Namespace, ctx: _Context) -> int:
     timeout = _duration_arg(args.timeout, "--timeout")
     async with _connect(args, ctx) as target:
         what = target.info.resource
-        printer = _GetPrinter(args.output, target, await _printer_columns(target))
+        columns = await _printer_columns(target) if args.output in ("table", "wide") else []
+        printer = _GetPrinter(args.output, target, columns)
         progress = _ListProgress(ctx.stderr, what, enabled=ctx.tty, clock=ctx.clock)
         run = _InformerRun(target, ctx, observer=progress, strip=True)
         async with run:
@@ -736,6 +742,11 @@ async def _printer_columns(target: _Target) -> list[dict[str, Any]]:
     return []
 
 
+def _name_prefix(info: ResourceInfo) -> str:
+    """What ``kubectl get -o name`` prints before the name: ``pod``, ``deployment.apps``."""
+    return f"{info.kind.lower()}.{info.group}" if info.group else info.kind.lower()
+
+
 class _GetPrinter:
     """How ``get`` prints objects: the whole listing, and with ``-w`` each change."""
 
@@ -745,8 +756,7 @@ class _GetPrinter:
         self.output = output
         self.target = target
         self.printer_columns = printer_columns
-        info = target.info
-        self.name_prefix = f"{info.kind.lower()}.{info.group}" if info.group else info.kind.lower()
+        self.name_prefix = _name_prefix(target.info)
 
     def listing(self, ctx: _Context, objects: Sequence[Any], resource_version: str) -> None:
         if self.output in ("json", "yaml"):
@@ -936,10 +946,11 @@ def _build_parser(ctx: _Context) -> _Parser:
     watch.add_argument(
         "-o",
         "--output",
-        choices=("events", "names", "json", "yaml"),
+        choices=("events", "name", "names", "json", "yaml"),
         default="events",
-        help="events: time, type, key, resourceVersion (default); names: keys (deletions "
-        "marked '(deleted)'); json, yaml: each event as {type, object}",
+        help="events: time, type, key, resourceVersion (default); names: keys, name: "
+        "kind/name as kubectl prints it (deletions marked '(deleted)'); json, yaml: each "
+        "event as {type, object}",
     )
     watch.add_argument(
         "--every",

@@ -531,6 +531,16 @@ async def test_watch_names_marks_deletions(server: ApiServerEmulator) -> None:
         assert await cmd.finish() == 0
     assert cmd.out.lines() == ["shop/cart-0", "shop/cart-0 (deleted)"]
 
+    argv = ("watch", "pods", "-n", "shop", "-o", "name", "--kubeconfig", server.kubeconfig_path)
+    async with in_process(*argv) as cmd:
+        server.create("pods", pod("cart-1", "shop"))
+        await cmd.out.wait_for(r"^pod/cart-1$")
+        await server.wait_for_watches(1, "pods")
+        server.delete("pods", "cart-1", "shop")
+        await cmd.out.wait_for(r"^pod/cart-1 \(deleted\)$")
+        assert await cmd.finish() == 0
+    assert cmd.out.lines() == ["pod/cart-1", "pod/cart-1 (deleted)"]
+
 
 async def test_watch_strips_managed_fields_unless_asked(server: ApiServerEmulator) -> None:
     managed = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:metadata": {}}}]

@@ -1252,6 +1252,41 @@ async def test_registered_resources_are_served(env: tuple[ApiServerEmulator, Api
     assert (await api.call("GET", f"{base}/namespaces/default/widgets/w/status"))[0] == 404
 
 
+async def test_deleting_a_crd_deletes_its_objects_and_ends_its_watches(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    server, api = env
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "gizmos", "kind": "Gizmo", "shortNames": ["gz"]},
+            "versions": [{"name": "v1", "served": True, "storage": True}],
+        },
+    }
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    await api.ok("POST", crds, crd)
+    discovery = await api.ok("GET", "/apis/example.com/v1")
+    assert [(r["name"], r["namespaced"], r["shortNames"]) for r in discovery["resources"]] == [
+        ("gizmos", False, ["gz"])
+    ]
+    gizmos = "/apis/example.com/v1/gizmos"
+    await api.ok(
+        "POST", gizmos, {"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": "g"}}
+    )
+    stream = await api.watch(gizmos, resourceVersion=server.resource_version)
+    await server.wait_for_watches(1, "gizmos")
+    await api.ok("DELETE", f"{crds}/gizmos.example.com")
+    event = await stream.next()
+    assert (event["type"], event["object"]["metadata"]["name"]) == ("DELETED", "g")
+    assert await stream.rest() == b""  # the watch ends
+    assert (await api.get(gizmos))[0] == 404
+    assert (await api.get("/apis/example.com/v1"))[0] == 404
+
+
 # -- the command line -------------------------------------------------------------------------
 
 
@@ -1273,14 +1308,18 @@ async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
     try:
         line = await asyncio.wait_for(process.stdout.readline(), 15)  # type: ignore[union-attr]
         url = line.decode().strip()
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url), line
+        assert re.fullmatch(r"https://127\.0\.0\.1:\d+", url), line  # HTTPS by default
         config = yaml.safe_load(kubeconfig.read_text())
-        assert config["clusters"][0]["cluster"]["server"] == url
+        cluster = config["clusters"][0]["cluster"]
+        assert cluster["server"] == url
+        trust = ssl.create_default_context(
+            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+        )
         token = config["users"][0]["user"]["token"]
         headers = {"Authorization": f"Bearer {token}"}
         async with (
             aiohttp.ClientSession(headers=headers) as session,
-            session.get(url + PODS) as response,
+            session.get(url + PODS, ssl=trust) as response,
         ):
             body = await response.json()
         assert names(body["items"]) == ["pod-00000", "pod-00001", "pod-00002"]

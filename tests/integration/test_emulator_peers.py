@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -372,6 +373,64 @@ async def test_an_informer_sees_a_crd_created_with_kubectl(
         assert await asyncio.wait_for(seen.get(), WAIT) == "w2"
         stored = factory.lister_for("widgets.example.com").namespaced("default").get("w2")
         assert stored["spec"] == {"size": 2, "colour": "red"}
+
+
+async def test_kubectl_uses_the_kubeconfig_the_emulator_command_writes(tmp_path: Path) -> None:
+    """`kubereflector emulator` as a user starts it, and kubectl with the kubeconfig
+    it writes: HTTPS with the generated CA, token auth, seeded pods."""
+    kubeconfig = tmp_path / "kc.yaml"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kubereflector",
+        "emulator",
+        "--write-kubeconfig",
+        str(kubeconfig),
+        "--seed-pods",
+        "12",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        url = (await asyncio.wait_for(process.stdout.readline(), WAIT)).decode().strip()
+        assert url.startswith("https://127.0.0.1:")
+        kubectl = Kubectl(str(kubeconfig), tmp_path)
+        wide = [
+            line.split() for line in (await kubectl.run("get", "pods", "-o", "wide")).splitlines()
+        ]
+        assert wide[0] == [
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED",
+            "NODE",
+            "READINESS",
+            "GATES",
+        ]
+        statuses = {row[2] for row in wide[1:]}
+        assert {"Running", "Pending"} <= statuses
+        assert {row[6] for row in wide[1:] if row[2] == "Running"} <= {"node-a", "node-b", "node-c"}
+        apps = await kubectl.run(
+            "get", "pods", "-A", "-o", "jsonpath={.items[*].metadata.labels.app}"
+        )
+        assert {"web", "api", "worker", "redis", "coredns"} == set(apps.split())
+        manifest = yaml.safe_dump(pod("mine"))
+        assert (
+            await kubectl.run("create", "-f", "-", stdin=manifest)
+        ).strip() == "pod/mine created"
+        shown = yaml.safe_load(await kubectl.run("get", "pod", "mine", "-o", "yaml"))
+        assert shown["metadata"]["labels"] == {"app": "peer"}
+        assert 'pod "mine" deleted' in await kubectl.run("delete", "pod", "mine")
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(process.communicate(), WAIT)
+    assert process.returncode == 0, err.decode()
 
 
 async def test_kubectl_over_plain_http_without_auth(tmp_path: Path) -> None:

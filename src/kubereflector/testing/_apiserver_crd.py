@@ -48,23 +48,19 @@ def install(store: Store) -> None:
     def observe(bucket: Bucket, event_type: str, record: Record) -> None:
         if bucket.info is not CRD_RESOURCE:
             return
-        name = record.name
-        previous = served.pop(name, None)
+        previous = served.pop(record.name, None)
         info = None if event_type == "DELETED" else _resource_info(record.obj)
-        if previous is not None and (info is None or info.group_resource != previous):
-            store.unregister(previous)
-            previous = None
-        if info is None:
-            return
-        existing = store.buckets.get(info.group_resource)
-        if existing is None:
-            store.register(info)
-        elif previous is not None and _same_gvr(existing.info, info):
-            existing.info = info  # printer columns, schema, names...: served from now on
-        else:
-            # Another CRD (or a Python registration) serves it already: leave it.
-            return
-        served[name] = info.group_resource
+        if previous is not None:
+            current = store.buckets.get(previous)
+            if info is not None and current is not None and _same_gvr(current.info, info):
+                current.info = info  # printer columns, schema, names...: served from now on
+                served[record.name] = previous
+                return
+            store.unregister(previous)  # deleted, or now another group, plural or version
+        if info is None or info.group_resource in store.buckets:
+            return  # deleted; or served already (by a Python registration): leave it
+        store.register(info)
+        served[record.name] = info.group_resource
 
     store.observers.append(observe)
 

@@ -11,7 +11,7 @@ parts informers use, with fault injection.
 
 or from a shell (runs until SIGINT/SIGTERM)::
 
-    python -m kubereflector.testing.apiserver --port 6443 --write-kubeconfig kc.yaml --tls
+    python -m kubereflector.testing.apiserver --port 6443 --write-kubeconfig kc.yaml
 
 What it serves: core/v1 namespaces, pods, configmaps, secrets, services,
 apps/v1 deployments and apiextensions.k8s.io/v1 customresourcedefinitions (creating
@@ -593,7 +593,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=0, help="port (0: pick a free one)")
-    parser.add_argument("--tls", action="store_true", help="serve HTTPS with a generated CA")
+    parser.add_argument(
+        "--no-tls", action="store_true", help="serve plain HTTP (default: HTTPS, generated CA)"
+    )
+    parser.add_argument("--tls", action="store_true", help=argparse.SUPPRESS)  # the default
     parser.add_argument("--token", default=None, help="bearer token (default: random)")
     parser.add_argument("--no-auth", action="store_true", help="accept every request")
     parser.add_argument("--write-kubeconfig", metavar="PATH", help="write a kubeconfig here")
@@ -612,7 +615,7 @@ async def _serve(args: argparse.Namespace) -> None:
     emulator = ApiServerEmulator(
         host=args.host,
         port=args.port,
-        tls=args.tls,
+        tls=not args.no_tls,
         token=token,
         history_limit=args.history_limit,
         bookmark_interval=args.bookmark_interval,
