@@ -12,7 +12,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[emulator,test,docs]'
 	touch $(STAMP)
 
 # The benchmarks' peers (kopf), apart from the test setup.
