@@ -287,10 +287,16 @@ def test_to_compact_takes_dicts_bytes_and_passes_the_rest() -> None:
         decode_compact(b"[1, 2]")
 
 
-def test_copies_are_the_object_itself_and_pickling_round_trips() -> None:
+def test_copies_and_pickling() -> None:
     obj = to_compact(pod())
-    assert copy.copy(obj) is obj
-    assert copy.deepcopy({"a": obj})["a"] is obj
+    assert copy.copy(obj) is obj  # immutable: a shallow copy is the object
+    deep = copy.deepcopy({"a": obj})["a"]  # a deep copy is for changing
+    assert type(deep) is dict
+    assert deep == pod()
+    deep["spec"]["nodeName"] = "other"
+    assert obj["spec"]["nodeName"] == "n1"
+    assert copy.deepcopy(obj["spec"]["containers"]) == pod()["spec"]["containers"]
+    assert type(copy.deepcopy(obj["metadata"])) is dict
     assert pickle.loads(pickle.dumps(obj)) == obj
     with pytest.raises(TypeError):
         hash(obj)

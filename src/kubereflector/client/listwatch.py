@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
-from types import TracebackType
 
 from ..compact import ObjectMode, _check_object_mode
-from ..errors import ApiError
-from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
+from ..listwatch import ListOptions, ListResult, WatchStream
 from .discovery import ResourceInfo
-from .paths import validate_namespace
+from .resource import ResourceClient
 from .rest import Client
 
 __all__ = ["ResourceListWatch"]
@@ -45,22 +41,15 @@ class ResourceListWatch:
     :class:`~kubereflector.CompactObject` s (``"dict"``: plain dicts); an
     informer in compact mode asks for it through :meth:`with_object_mode`.
 
-    A resource whose discovery lacks the ``list`` or ``watch`` verb raises
-    ``ApiError(405, "MethodNotAllowed")`` from that call. Every other error is
-    the :class:`~kubereflector.client.Client`'s. Objects returned belong to the
-    caller. Use on the Client's event loop; calls may run concurrently.
+    The requests are :class:`~kubereflector.client.ResourceClient`'s
+    (:attr:`resource`): a resource whose discovery lacks the ``list`` or
+    ``watch`` verb raises :class:`~kubereflector.MethodNotAllowedError` from that
+    call. Every other error is the :class:`~kubereflector.client.Client`'s.
+    Objects returned belong to the caller. Use on the Client's event loop; calls
+    may run concurrently.
     """
 
-    __slots__ = (
-        "_info",
-        "_name",
-        "client",
-        "field_selector",
-        "label_selector",
-        "metadata_only",
-        "namespace",
-        "object_mode",
-    )
+    __slots__ = ("field_selector", "label_selector", "metadata_only", "object_mode", "resource")
 
     def __init__(
         self,
@@ -72,38 +61,38 @@ class ResourceListWatch:
         metadata_only: bool = False,
         object_mode: ObjectMode = "dict",
     ) -> None:
-        self.client = client
-        self.object_mode: ObjectMode = _check_object_mode(object_mode)
-        self.namespace = validate_namespace(namespace) if namespace else None
+        self.resource = ResourceClient(client, resource, namespace)
         self.label_selector = label_selector or ""
         self.field_selector = field_selector or ""
         self.metadata_only = metadata_only
-        self._info = resource if isinstance(resource, ResourceInfo) else None
-        self._name = resource if isinstance(resource, str) else str(resource)
+        self.object_mode: ObjectMode = _check_object_mode(object_mode)
 
     def with_object_mode(self, object_mode: ObjectMode) -> ResourceListWatch:
         """This ListerWatcher decoding objects in ``object_mode`` (itself if it
         already does; else a copy sharing the client and the resolved resource)."""
         if object_mode == self.object_mode:
             return self
-        clone = ResourceListWatch(
-            self.client,
-            self._info if self._info is not None else self._name,
-            self.namespace,
-            self.label_selector,
-            self.field_selector,
-            self.metadata_only,
-            object_mode,
-        )
-        clone._name = self._name
+        clone = ResourceListWatch.__new__(ResourceListWatch)
+        clone.resource = self.resource
+        clone.label_selector = self.label_selector
+        clone.field_selector = self.field_selector
+        clone.metadata_only = self.metadata_only
+        clone.object_mode = _check_object_mode(object_mode)
         return clone
+
+    @property
+    def client(self) -> Client:
+        """The Client the requests go through."""
+        return self.resource.client
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace listed and watched (``None``: all namespaces)."""
+        return self.resource.namespace
 
     async def resource_info(self) -> ResourceInfo:
         """The resource this lists and watches (resolved through discovery once)."""
-        info = self._info
-        if info is None:
-            info = self._info = await self.client.discovery.resolve(self._name)
-        return info
+        return await self.resource.resource_info()
 
     async def path(self) -> str:
         """The collection path requests go to (``/api/v1/namespaces/default/pods``)."""
@@ -116,37 +105,20 @@ class ResourceListWatch:
             return options
         return dataclasses.replace(options, label_selector=label, field_selector=field)
 
-    async def _path_for(self, verb: str) -> str:
-        info = await self.resource_info()
-        if not info.supports(verb):
-            path = info.api_path(self.namespace)
-            raise ApiError(
-                405,
-                "MethodNotAllowed",
-                f"the server does not support {verb!r} on {info.qualified_name} "
-                f"(its verbs: {', '.join(info.verbs)})",
-                url=self.client.server + path,
-            )
-        return info.api_path(self.namespace)
-
     async def list(self, options: ListOptions) -> ListResult:
         """One page of the list (see :meth:`Client.list`)."""
-        path = await self._path_for("list")
-        return await self.client.list(
-            path, self._options(options), metadata_only=self.metadata_only, **self._mode_kwargs()
+        return await self.resource.list_page(
+            self._options(options), metadata_only=self.metadata_only, object_mode=self.object_mode
         )
-
-    def _mode_kwargs(self) -> dict[str, ObjectMode]:
-        # Only when not the default, so that a Client double without the
-        # keyword keeps working in dict mode.
-        return {} if self.object_mode == "dict" else {"object_mode": self.object_mode}
 
     def watch(self, options: ListOptions) -> WatchStream:
         """A watch stream (see :meth:`Client.watch`); resolution happens on entering."""
-        return _ResolvingWatch(self, options)
+        return self.resource.watch(
+            self._options(options), metadata_only=self.metadata_only, object_mode=self.object_mode
+        )
 
     def __repr__(self) -> str:
-        parts = [self._name]
+        parts = [self.resource.resource_name]
         if self.namespace:
             parts.append(f"namespace={self.namespace!r}")
         if self.label_selector:
@@ -158,35 +130,3 @@ class ResourceListWatch:
         if self.object_mode != "dict":
             parts.append(f"object_mode={self.object_mode!r}")
         return f"ResourceListWatch({', '.join(parts)})"
-
-
-class _ResolvingWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent]]):
-    """Resolves the resource, then opens the Client's watch."""
-
-    __slots__ = ("_inner", "_lw", "_options")
-
-    def __init__(self, lw: ResourceListWatch, options: ListOptions) -> None:
-        self._lw = lw
-        self._options = options
-        self._inner: WatchStream | None = None
-
-    async def __aenter__(self) -> AsyncIterator[WatchEvent]:
-        lw = self._lw
-        path = await lw._path_for("watch")
-        inner = lw.client.watch(
-            path, lw._options(self._options), metadata_only=lw.metadata_only, **lw._mode_kwargs()
-        )
-        events = await inner.__aenter__()
-        self._inner = inner
-        return events
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        inner, self._inner = self._inner, None
-        if inner is None:
-            return None
-        return await inner.__aexit__(exc_type, exc, tb)
