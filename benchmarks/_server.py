@@ -6,6 +6,10 @@ has a core to itself. It answers just what the measured clients ask:
 - discovery: ``/api``, ``/api/v1``, ``/apis`` (pods only);
 - ``GET /api/v1/namespaces/bench/pods?limit=&continue=``: ``--pods`` Pods in
   pages, at resourceVersion "1000000";
+- ``GET /api/v1/namespaces/bench/pods?watch=1&sendInitialEvents=true``: a
+  watch-list of the same Pods (an ADDED event each, 8 per write, then the
+  ``k8s.io/initial-events-end`` BOOKMARK at "1000000"), then the stream stays
+  open and silent (another watch of ``bench`` only stays open and silent);
 - ``GET /api/v1/namespaces/stream/pods`` (list): empty, at resourceVersion "1";
 - ``GET /api/v1/namespaces/stream/pods?watch=...``: the recorded stream of
   ``--events`` events (MODIFIED, resourceVersions 2..N+1), then the end. A
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -91,22 +96,29 @@ def build(pods: int, events: int, page_size: int) -> web.Application:
         b"".join(stream_lines[i : i + STREAM_BATCH])
         for i in range(0, len(stream_lines), STREAM_BATCH)
     ]
-    initial_events_end = (
-        enc(
-            {
-                "type": "BOOKMARK",
-                "object": {
-                    "kind": "Pod",
-                    "apiVersion": "v1",
-                    "metadata": {
-                        "resourceVersion": "1",
-                        "annotations": {"k8s.io/initial-events-end": "true"},
-                    },
-                },
-            }
-        )
-        + b"\n"
-    )
+
+    def initial_events_end(rv: str) -> bytes:
+        bookmark = {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "metadata": {
+                "resourceVersion": rv,
+                "annotations": {"k8s.io/initial-events-end": "true"},
+            },
+        }
+        return enc({"type": "BOOKMARK", "object": bookmark}) + b"\n"
+
+    bench_watch_list: list[bytes] = []  # made at the first watch-list of bench
+
+    def watch_list_chunks() -> list[bytes]:
+        if not bench_watch_list:
+            lines = [enc({"type": "ADDED", "object": item}) + b"\n" for item in items]
+            bench_watch_list.extend(
+                b"".join(lines[i : i + STREAM_BATCH]) for i in range(0, len(lines), STREAM_BATCH)
+            )
+            bench_watch_list.append(initial_events_end(LIST_RV))
+        return bench_watch_list
+
     empty_list = enc(
         {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
     )
@@ -124,7 +136,7 @@ def build(pods: int, events: int, page_size: int) -> web.Application:
             try:
                 await response.prepare(request)
                 if request.query.get("sendInitialEvents") == "true":
-                    await response.write(initial_events_end)
+                    await response.write(initial_events_end("1"))
                 for chunk in stream_chunks:
                     await response.write(chunk)
                 await response.write_eof()
@@ -133,9 +145,14 @@ def build(pods: int, events: int, page_size: int) -> web.Application:
             return response
         if namespace == "stream":
             return web.Response(body=empty_list, content_type="application/json")
-        if watching:  # the list benchmarks never watch: hold the stream until closed
+        if watching:  # a watch-list's initial events, then: hold the stream until closed
             response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            response.enable_chunked_encoding()
             await response.prepare(request)
+            if request.query.get("sendInitialEvents") == "true":
+                with contextlib.suppress(ConnectionError):
+                    for chunk in watch_list_chunks():
+                        await response.write(chunk)
             await asyncio.Event().wait()
         limit = int(request.query.get("limit", "0") or 0)
         offset = int(request.query.get("continue", "0") or 0)

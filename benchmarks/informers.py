@@ -1,6 +1,7 @@
 """Informers end to end: kubereflector's SharedIndexInformer, its limit, and the official client.
 
     .venv/bin/python benchmarks/informers.py [--pods 10000] [--events 20000] [--repeat 3]
+        [--scale-pods 50000] [--kubeconfig PATH] [--gc] [--only CASE,...]
 
 Servers, each in its own process, over HTTP:
 
@@ -9,66 +10,60 @@ Servers, each in its own process, over HTTP:
   each, managedFields included), for the initial sync, the memory and the
   relist;
 - the recorded server (``_server.py``, the one ``watch_stream.py`` uses) for
-  the watch stream, because the emulator cannot serve a watch at full speed:
-  its write path takes ~0.3 ms per update, slower than the clients read, and a
-  burst written into it in one step goes out as a single 110 MB HTTP chunk,
-  which kube-apiserver never sends (it flushes per event) and on which the
-  official client's line splitter turns quadratic (it copies the rest of its
-  buffer for every line; the run did not finish in minutes). The recorded
-  server sends the same kind of Pods, 8 events per chunk.
+  the watch stream, because the emulator cannot serve a watch at full speed
+  (its write path takes ~0.3 ms per update), and for the scale rows (``--pods``
+  and ``--scale-pods`` Pods, pre-encoded);
+- with ``--kubeconfig``, a real cluster (e.g. the kube-apiserver v1.28.7 of
+  ``../shared/real-apiserver``): a namespace ``kr-bench-<pods>`` gets
+  ``--pods`` Pods once (with their status: ~7 KB each), reused by later runs,
+  for the initial sync (both protocols) and the memory.
 
 Every case runs in a fresh process (imports done before the clock starts);
-timed cases are run ``--repeat`` times, interleaved, and the best run is kept
-(the slow official client ``--official-repeat`` times). Three contenders read
-the same bytes from the same server in the same run:
+cases are run ``--repeat`` times, interleaved, and the median run is kept
+(every run is printed on stderr). Contenders read the same bytes from the
+same server in the same run:
 
 - **bare**: aiohttp + msgspec, the fastest loop written here (the practical
   limit, not a straw man): one request, typed ``decode_lines`` over ~4 KB
-  slices of each chunk (or one ``decode`` of a whole list), a ``dict`` keyed
-  ``namespace/name``; the garbage collector is disabled around the work and the
-  result frozen (``gc.freeze()``), as an application that owns its process may
-  do. For the initial sync the faster of a plain list and a watch-list stream
-  counts;
+  slices of each chunk (or one ``decode`` of a whole list at resourceVersion
+  "0"), a ``dict`` keyed ``namespace/name``; the garbage collector is disabled
+  around the work and the result frozen (``gc.freeze()``), as an application
+  that owns its process may do. One loop per protocol: a watch-list stream and
+  a list;
 - **kubereflector**: ``SharedIndexInformer`` over ``ResourceListWatch``, as a
-  user gets it (watch-list first, RealFIFO, default GC settings), with one
-  event handler: a plain ``def`` one (run on a thread) or an ``async def`` one
-  (run on the loop);
-- **official**: ``kubernetes.informer.SharedInformer`` (kubernetes 37) over
+  user gets it (watch-list first, atomic RealFIFO, default GC settings), in
+  dict mode and in compact mode (``object_mode="compact"``), with one no-op
+  event handler: a plain ``def`` one (run on its own thread) or an ``async
+  def`` one (run on the loop). The list protocol is measured by refusing the
+  informer's watch-list (as a server without the feature does), so that it
+  lists at resourceVersion "0" in pages;
+- **official**: ``kubernetes.informer.SharedInformer`` over
   ``CoreV1Api.list_namespaced_pod``, with one handler.
 
 What is measured:
 
 1. *initial sync* of ``--pods`` Pods: from ``run()``/``start()`` until the
-   cache has synced (``wait_for_cache_sync(informer)``; the official client
-   fills its cache before calling its first ADDED handler), and until the
-   handler has seen every object;
+   cache has synced (the official client fills its cache before calling its
+   first ADDED handler), each informer against the bare loop of its protocol;
 2. *watch throughput*: ``--events`` events of ~5.5 KB from the first to the
    last one seen by the handler;
 3. *memory per cached object* after the sync, after ``gc.collect()``:
    tracemalloc (bytes allocated and still held, divided by the object count)
-   and the RSS delta (what the OS sees), each in its own process, for plain
-   dicts, with ``strip_managed_fields``, for metadata-only informers, and for
-   the official client's informer;
+   and the RSS delta, each in its own process;
 4. *relist after a 410* on the synced ``--pods``: the emulator updates one Pod,
    compacts its history and ends every watch; the re-watch gets a 410 and the
    informer relists. Timed until the handler sees the updated Pod (the last
-   of the relist); kubereflector first waits its Reflector's backoff (0.8-1.6 s
-   the first time, as client-go), which is measured and shown apart. Also the
-   CPU time and the RSS peak above the synced state.
-
-Then the garbage collector: the same informer sync with the library's remedy
-(``kubereflector._gc.defer_full_collections``: full collections deferred
-during a bulk sync) against no remedy, against pausing the collector for the
-sync (``gc.disable``), against a raised generation-0 threshold, and with the
-application freezing the cache after the sync (``gc.freeze``, an application's
-decision). After the sync each case allocates 300,000 small containers (an
-application going on with its work), to show what collection work was
-deferred rather than saved. For the watch, a longer yield interval of the
-decoder (256 KiB, as before this issue) is measured beside the current one.
+   of the relist); the Reflector's backoff (0.8-1.6 s the first time, as
+   client-go) is measured and shown apart. Also the CPU time, the RSS peak above
+   the synced state, the collector's time in the relist and while the
+   application allocates 300,000 containers afterwards (deferred work);
+5. *scale*: the informer's sync of ``--pods`` and of ``--scale-pods`` Pods, with
+   the process's RSS before, at its peak during the sync and once synced;
+6. with ``--gc``, round one's garbage collector variants of the initial sync.
 
 Printed: markdown tables with absolute figures and ratios, the targets of the
-issue and whether they are met, and the machine line. Nothing here is asserted
-by the tests.
+issues and whether they are met, and the machine line. Nothing here is
+asserted by the tests.
 """
 
 from __future__ import annotations
@@ -81,6 +76,7 @@ import gc
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -88,7 +84,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -110,12 +106,51 @@ class _WireEvent(msgspec.Struct, gc=False):
 
 
 class Ctx:
-    def __init__(self, url: str, control: str, recorded: str, pods: int, events: int) -> None:
+    """Where a case process sends its requests (passed on its command line).
+
+    ``url``/``namespace``: the server of the sync, memory and relist cases (the
+    emulator's ``bench``, the scale server's, or a real cluster's namespace
+    when ``kubeconfig`` is set); ``recorded``: the server of the watch cases;
+    ``control``: the emulator's control server (relists).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        control: str,
+        recorded: str,
+        pods: int,
+        events: int,
+        namespace: str = "bench",
+        kubeconfig: str | None = None,
+    ) -> None:
         self.url = url
         self.control = control
         self.recorded = recorded
         self.pods = pods
         self.events = events
+        self.namespace = namespace
+        self.kubeconfig = kubeconfig
+
+    def pods_url(self) -> str:
+        return f"{self.url}/api/v1/namespaces/{self.namespace}/pods"
+
+    async def session(self) -> Any:
+        """An aiohttp session for the bare loops (TLS and token for a real cluster)."""
+        import aiohttp
+
+        if self.kubeconfig is None:
+            return aiohttp.ClientSession()
+        from kubereflector.client import load_config
+
+        config = load_config(self.kubeconfig)
+        context = ssl.create_default_context()
+        if config.ca_data:
+            context.load_verify_locations(cadata=config.ca_data.decode())
+        auth = await config.auth.authorize()
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=context), headers=dict(auth.headers)
+        )
 
 
 # -- helpers used inside the case processes ------------------------------------------
@@ -231,14 +266,29 @@ async def _informer(
     metadata_only: bool = False,
     url: str | None = None,
     object_mode: str = "dict",
+    protocol: str = "watch-list",
 ) -> Any:
-    """A SharedIndexInformer with ``handler``; yields (informer, registration, start)."""
+    """A SharedIndexInformer with ``handler``; yields (informer, registration, start).
+
+    ``protocol``: ``"watch-list"`` (the informer's default) or ``"list"`` (a
+    paginated list at resourceVersion "0", then a watch).
+    """
     from kubereflector import SharedIndexInformer
     from kubereflector.client import Client, ClientConfig, ResourceListWatch
 
-    async with Client(ClientConfig(server=url or ctx.url)) as client:
-        lw = ResourceListWatch(client, "pods", namespace=namespace, metadata_only=metadata_only)
+    if ctx.kubeconfig is not None and url is None:
+        from kubereflector.client import load_config
+
+        config = load_config(ctx.kubeconfig)
+    else:
+        config = ClientConfig(server=url or ctx.url)
+    async with Client(config) as client:
+        lw: Any = ResourceListWatch(
+            client, "pods", namespace=namespace, metadata_only=metadata_only
+        )
         await lw.resource_info()  # discovery is not what is measured
+        if protocol == "list":
+            lw = _ListOnly(lw)
         informer = SharedIndexInformer(
             lw,
             expected_kind=None if metadata_only else "Pod",
@@ -256,12 +306,49 @@ async def _informer(
             await asyncio.gather(task, return_exceptions=True)
 
 
+class _ListOnly:
+    """A ResourceListWatch whose watch-lists are refused (as a server without the
+    feature does, with a 405 before any byte is read), so the informer lists:
+    how to benchmark the list protocol until informers take a ``use_watch_list``
+    option (the hardening issue's ReflectorOptions)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def list(self, options: Any) -> Any:
+        return await self.inner.list(options)
+
+    def watch(self, options: Any) -> Any:
+        if options.send_initial_events:
+            return _Refused()
+        return self.inner.watch(options)
+
+    def with_object_mode(self, mode: Any) -> _ListOnly:
+        return _ListOnly(self.inner.with_object_mode(mode))
+
+
+class _Refused(contextlib.AbstractAsyncContextManager[Any]):
+    async def __aenter__(self) -> Any:
+        from kubereflector import ApiError
+
+        raise ApiError(405, "MethodNotAllowed", "watch-list refused by the benchmark")
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
 def _official(ctx: Ctx, namespace: str, url: str | None = None) -> Any:
     from kubernetes import client as k8s
     from kubernetes.informer import SharedInformer
 
-    configuration = k8s.Configuration()
-    configuration.host = url or ctx.url
+    if ctx.kubeconfig is not None and url is None:
+        from kubernetes import config as k8s_config
+
+        configuration = k8s.Configuration()
+        k8s_config.load_kube_config(ctx.kubeconfig, client_configuration=configuration)
+    else:
+        configuration = k8s.Configuration()
+        configuration.host = url or ctx.url
     api = k8s.CoreV1Api(k8s.ApiClient(configuration))
     return SharedInformer(api.list_namespaced_pod, namespace=namespace)
 
@@ -305,7 +392,6 @@ def _set_gc_variant(variant: str) -> None:
 
 
 async def sync_bare_list(ctx: Ctx) -> dict[str, Any]:
-    import aiohttp
     import msgspec
 
     decode = msgspec.json.Decoder().decode
@@ -313,8 +399,8 @@ async def sync_bare_list(ctx: Ctx) -> dict[str, Any]:
         start = time.perf_counter()
         with _gc_tuned():
             async with (
-                aiohttp.ClientSession() as session,
-                session.get(f"{ctx.url}/api/v1/namespaces/bench/pods") as response,
+                await ctx.session() as session,
+                session.get(ctx.pods_url(), params={"resourceVersion": "0"}) as response,
             ):
                 body = await response.read()
             store = {_key(o): o for o in decode(body)["items"]}
@@ -325,7 +411,6 @@ async def sync_bare_list(ctx: Ctx) -> dict[str, Any]:
 
 
 async def sync_bare_watchlist(ctx: Ctx) -> dict[str, Any]:
-    import aiohttp
     import msgspec
 
     decode_lines = msgspec.json.Decoder(_WireEvent).decode_lines
@@ -340,8 +425,8 @@ async def sync_bare_watchlist(ctx: Ctx) -> dict[str, Any]:
         start = time.perf_counter()
         with _gc_tuned():
             async with (
-                aiohttp.ClientSession() as session,
-                session.get(f"{ctx.url}/api/v1/namespaces/bench/pods", params=params) as response,
+                await ctx.session() as session,
+                session.get(ctx.pods_url(), params=params) as response,
             ):
                 tail = b""
                 synced = False
@@ -369,18 +454,16 @@ async def sync_bare_watchlist(ctx: Ctx) -> dict[str, Any]:
 
 
 async def sync_kubereflector(
-    ctx: Ctx, variant: str = "defer", object_mode: str = "dict"
+    ctx: Ctx, variant: str = "defer", object_mode: str = "dict", protocol: str = "watch-list"
 ) -> dict[str, Any]:
     from kubereflector import wait_for_cache_sync
 
     _set_gc_variant(variant)
     handler = _Handler()
     with GcRecorder() as recorder:
-        async with _informer(ctx, "bench", handler, object_mode=object_mode) as (
-            informer,
-            registration,
-            start,
-        ):
+        async with _informer(
+            ctx, ctx.namespace, handler, object_mode=object_mode, protocol=protocol
+        ) as (informer, registration, start):
             await wait_for_cache_sync(informer)
             end = time.perf_counter()
             await wait_for_cache_sync(registration)
@@ -399,7 +482,7 @@ async def sync_kubereflector(
 
 
 def sync_official(ctx: Ctx) -> dict[str, Any]:
-    informer = _official(ctx, "bench")
+    informer = _official(ctx, ctx.namespace)
     done = threading.Event()
     count = [0]
     synced = [0.0]
@@ -561,7 +644,7 @@ async def memory_kubereflector(ctx: Ctx, variant: str, method: str) -> dict[str,
     handler = _Handler()
     async with _informer(
         ctx,
-        "bench",
+        ctx.namespace,
         handler,
         transform=strip_managed_fields if variant.endswith("strip") else None,
         metadata_only=variant.startswith("metadata"),
@@ -575,12 +658,11 @@ async def memory_kubereflector(ctx: Ctx, variant: str, method: str) -> dict[str,
 
 
 async def memory_bare(ctx: Ctx, method: str) -> dict[str, Any]:
-    import aiohttp
     import msgspec
 
     memory = _Memory(method)
     base = memory.now()
-    async with aiohttp.ClientSession() as session:
+    async with await ctx.session() as session:
         store = {_key(o): o for o in msgspec.json.decode(await _read(session, ctx))["items"]}
         held = memory.now() - base
     return {"per_object": held / len(store)}
@@ -588,7 +670,7 @@ async def memory_bare(ctx: Ctx, method: str) -> dict[str, Any]:
 
 async def _read(session: Any, ctx: Ctx) -> bytes:
     # Returns the body only: an aiohttp response keeps its body while it lives.
-    async with session.get(f"{ctx.url}/api/v1/namespaces/bench/pods") as response:
+    async with session.get(ctx.pods_url(), params={"resourceVersion": "0"}) as response:
         body: bytes = await response.read()
         return body
 
@@ -596,7 +678,7 @@ async def _read(session: Any, ctx: Ctx) -> bytes:
 def memory_official(ctx: Ctx, method: str) -> dict[str, Any]:
     memory = _Memory(method)
     base = memory.now()
-    informer = _official(ctx, "bench")
+    informer = _official(ctx, ctx.namespace)
     done = threading.Event()
     count = [0]
 
@@ -675,7 +757,7 @@ async def _drained(registration: Any) -> None:
 
 
 def relist_official(ctx: Ctx) -> dict[str, Any]:
-    informer = _official(ctx, "bench")
+    informer = _official(ctx, ctx.namespace)
     round_ = str(os.getpid())
     synced = threading.Event()
     done = threading.Event()
@@ -761,6 +843,40 @@ async def relist_bare(ctx: Ctx) -> dict[str, Any]:
     }
 
 
+# -- 5. scale ----------------------------------------------------------------------------------
+
+
+async def scale_kubereflector(ctx: Ctx, object_mode: str) -> dict[str, Any]:
+    """An informer's initial sync (watch-list) of ``ctx.pods`` Pods: time, and the
+    process's RSS before, at its peak during the sync, and once synced (after
+    ``gc.collect()``)."""
+    from kubereflector import wait_for_cache_sync
+
+    handler = _Handler()
+    gc.collect()
+    base = rss_bytes()
+    with RssSampler() as sampler:
+        async with _informer(ctx, ctx.namespace, handler, object_mode=object_mode) as (
+            informer,
+            registration,
+            start,
+        ):
+            await wait_for_cache_sync(registration)
+            end = time.perf_counter()
+            assert len(informer.indexer) == ctx.pods, len(informer.indexer)
+            peak = max(sampler.peak, rss_bytes())
+            gc.collect()
+            steady = rss_bytes()
+    return {
+        "seconds": end - start,
+        "base": base,
+        "peak": peak,
+        "steady": steady,
+        "peak_over_steady": peak / steady,
+        "growth_peak_over_steady": (peak - base) / max(steady - base, 1),
+    }
+
+
 # -- the cases ----------------------------------------------------------------------------------
 
 CASES: dict[str, Callable[[Ctx], Any]] = {
@@ -790,6 +906,12 @@ CASES: dict[str, Callable[[Ctx], Any]] = {
         ctx, "async", 0, "compact"
     ),
     "relist-official": relist_official,
+    "sync-kubereflector-list": lambda ctx: sync_kubereflector(ctx, "defer", "dict", "list"),
+    "sync-kubereflector-compact-list": lambda ctx: sync_kubereflector(
+        ctx, "defer", "compact", "list"
+    ),
+    "scale-dict": lambda ctx: scale_kubereflector(ctx, "dict"),
+    "scale-compact": lambda ctx: scale_kubereflector(ctx, "compact"),
 }
 for _method in ("tracemalloc", "rss"):
     CASES[f"memory-bare-{_method}"] = lambda ctx, m=_method: memory_bare(ctx, m)
@@ -819,13 +941,14 @@ def _free_port() -> int:
 
 
 class Runner:
-    def __init__(self, args: argparse.Namespace, ctx: Ctx) -> None:
+    """Runs cases in fresh processes and keeps each one's median run in ``results``
+    (under ``prefix + case``)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.ctx = ctx
         self.results: dict[str, dict[str, Any]] = {}
 
-    def run(self, case: str) -> dict[str, Any]:
-        ctx = self.ctx
+    def run(self, case: str, ctx: Ctx) -> dict[str, Any]:
         command = [
             sys.executable,
             __file__,
@@ -841,25 +964,33 @@ class Runner:
             str(ctx.pods),
             "--events",
             str(ctx.events),
+            "--namespace",
+            ctx.namespace,
         ]
-        out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=900)
+        if ctx.kubeconfig is not None:
+            command += ["--kubeconfig", ctx.kubeconfig]
+        out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=1800)
         result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
         return result
 
-    def median_of(self, cases: list[str], repeat: int) -> None:
+    def median_of(self, cases: list[str], repeat: int, ctx: Ctx, prefix: str = "") -> None:
         """Run each case ``repeat`` times, interleaved, keeping each one's median run
         (the run whose deciding figure is the median; every run is printed)."""
         runs: dict[str, list[dict[str, Any]]] = {case: [] for case in cases}
         for _ in range(repeat):
             for case in cases:
-                runs[case].append(self.run(case))
+                runs[case].append(self.run(case, ctx))
         for case in cases:
             ordered = sorted(runs[case], key=lambda res: res[_decider(res)])
-            self.results[case] = median = ordered[(len(ordered) - 1) // 2]
+            self.results[prefix + case] = median = ordered[(len(ordered) - 1) // 2]
             decider = _decider(median)
             every = ", ".join(f"{res[decider]:.4g}" for res in runs[case])
             shown = {k: round(v, 4) for k, v in median.items()}
-            print(f"  {case}: {decider} [{every}] -> median {shown}", file=sys.stderr, flush=True)
+            print(
+                f"  {prefix}{case}: {decider} [{every}] -> median {shown}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _decider(result: dict[str, Any]) -> str:
@@ -899,20 +1030,44 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--official-repeat", type=int, default=2)
     parser.add_argument(
+        "--scale-pods",
+        type=int,
+        default=50_000,
+        help="the scale rows' large sync, beside --pods (0: no scale rows)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        help="also measure the initial sync and memory against this cluster (it gets a "
+        "namespace of --pods Pods, created once and reused)",
+    )
+    parser.add_argument("--gc", action="store_true", help="also run the GC-variant cases")
+    parser.add_argument(
         "--only",
         metavar="CASE,...",
-        help="run only these cases (comma-separated; see CASES) and print their best runs",
+        help="run only these cases (comma-separated; see CASES) against the emulator and "
+        "the recorded server, and print their median runs",
     )
     parser.add_argument("--case", choices=sorted(CASES), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--control", help=argparse.SUPPRESS)
     parser.add_argument("--recorded", help=argparse.SUPPRESS)
+    parser.add_argument("--namespace", default="bench", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
-        ctx = Ctx(args.url, args.control, args.recorded, args.pods, args.events)
+        ctx = Ctx(
+            args.url,
+            args.control,
+            args.recorded,
+            args.pods,
+            args.events,
+            args.namespace,
+            args.kubeconfig,
+        )
         print(json.dumps(run_case(args.case, ctx)), flush=True)
         os._exit(0)  # the official informer's thread blocks in a read: do not join it
 
+    runner = Runner(args)
+    n, slow = args.repeat, args.official_repeat
     port, control_port, recorded_port = _free_port(), _free_port(), _free_port()
     print(
         f"starting the emulator with {args.pods:,} Pods and the recorded server with "
@@ -936,38 +1091,128 @@ def main() -> None:
             args.pods,
             args.events,
         )
-        runner = Runner(args, ctx)
-        n, slow = args.repeat, args.official_repeat
         if args.only:
-            runner.median_of(_only(args.only), n)
+            runner.median_of(_only(args.only), n, ctx)
             return
-        runner.median_of(
-            [
-                "sync-bare-list",
-                "sync-bare-watchlist",
-                "sync-kubereflector",
-                "gc-none",
-                "gc-pause",
-                "gc-freeze",
-                "gc-gen0",
-            ],
-            n,
-        )
-        runner.median_of(["sync-official"], slow)
-        runner.median_of(
-            [
-                "watch-bare",
-                "watch-kubereflector",
-                "watch-kubereflector-async",
-                "watch-kubereflector-async-yield256k",
-            ],
-            n,
-        )
-        runner.median_of(["watch-official"], slow)
-        runner.median_of([c for c in CASES if c.startswith("memory-")], 1)
-        runner.median_of(["relist-bare", "relist-kubereflector"], n)
-        runner.median_of(["relist-official"], 1)
+        sync = [
+            "sync-bare-list",
+            "sync-bare-watchlist",
+            "sync-kubereflector",
+            "sync-kubereflector-list",
+            "sync-kubereflector-compact",
+            "sync-kubereflector-compact-list",
+        ]
+        runner.median_of(sync + (GC_CASES if args.gc else []), n, ctx)
+        runner.median_of(["sync-official"], slow, ctx)
+        runner.median_of(WATCH_CASES, n, ctx)
+        runner.median_of(["watch-official"], slow, ctx)
+        runner.median_of([c for c in CASES if c.startswith("memory-")], 1, ctx)
+        runner.median_of(RELIST_CASES, n, ctx)
+        runner.median_of(["relist-official"], 1, ctx)
+    if args.scale_pods:
+        _scale(runner, args)
+    if args.kubeconfig:
+        _real(runner, args)
     print_tables(runner.results, args)
+
+
+GC_CASES: Final = ["gc-none", "gc-pause", "gc-freeze", "gc-gen0"]
+WATCH_CASES: Final = [
+    "watch-bare",
+    "watch-kubereflector",
+    "watch-kubereflector-async",
+    "watch-kubereflector-compact",
+    "watch-kubereflector-compact-async",
+]
+RELIST_CASES: Final = [
+    "relist-bare",
+    "relist-kubereflector",
+    "relist-kubereflector-async",
+    "relist-kubereflector-compact",
+    "relist-kubereflector-compact-async",
+]
+REAL_CASES: Final = [
+    "sync-bare-list",
+    "sync-bare-watchlist",
+    "sync-kubereflector",
+    "sync-kubereflector-list",
+    "sync-kubereflector-compact",
+    "sync-kubereflector-compact-list",
+]
+
+
+def _scale(runner: Runner, args: argparse.Namespace) -> None:
+    """The informer's sync of --pods and of --scale-pods Pods from recorded servers."""
+    for pods in (args.pods, args.scale_pods):
+        port = _free_port()
+        print(f"starting a recorded server with {pods:,} Pods...", file=sys.stderr, flush=True)
+        with _server("_server.py", "--port", str(port), "--pods", str(pods), "--events", "0"):
+            url = f"http://127.0.0.1:{port}"
+            ctx = Ctx(url, "", url, pods, 0)
+            cases = ["sync-bare-watchlist", "scale-dict", "scale-compact"]
+            runner.median_of(cases, args.repeat, ctx, f"{pods}:")
+
+
+def _real(runner: Runner, args: argparse.Namespace) -> None:
+    """The initial sync and memory against a real cluster (``--kubeconfig``)."""
+    namespace = f"kr-bench-{args.pods}"
+    print(
+        f"preparing {args.pods:,} Pods in namespace {namespace} of the cluster...",
+        file=sys.stderr,
+        flush=True,
+    )
+    server = asyncio.run(_seed_real(args.kubeconfig, namespace, args.pods))
+    ctx = Ctx(server, "", "", args.pods, 0, namespace, args.kubeconfig)
+    runner.median_of(REAL_CASES, args.repeat, ctx, "real:")
+    runner.median_of(["sync-official"], 1, ctx, "real:")
+    memory = ["memory-bare-tracemalloc", "memory-dicts-tracemalloc", "memory-compact-tracemalloc"]
+    runner.median_of(memory, 1, ctx, "real:")
+
+
+async def _seed_real(kubeconfig: str, namespace: str, pods: int) -> str:
+    """Make ``namespace`` hold ``pods`` benchmark Pods (created once, with their
+    status, so they are as large as a running Pod's); return the server URL."""
+    from _pods import make_pod
+
+    from kubereflector import AlreadyExistsError
+    from kubereflector.client import Client, load_config
+
+    config = load_config(kubeconfig)
+    marker = "kubereflector.dev/bench-pods"
+    async with Client(config) as client:
+        try:
+            await client.request(
+                "POST", "/api/v1/namespaces", json={"metadata": {"name": namespace}}
+            )
+        except AlreadyExistsError:
+            ns = await client.request("GET", f"/api/v1/namespaces/{namespace}")
+            if (ns.get("metadata", {}).get("labels") or {}).get(marker) == str(pods):
+                return config.server
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        limit = asyncio.Semaphore(16)
+
+        async def create(i: int) -> None:
+            pod = make_pod(i, namespace=namespace)
+            status = pod.pop("status")
+            meta = pod["metadata"]
+            for field in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+                meta.pop(field)
+            async with limit:
+                try:
+                    created = await client.request("POST", path, json=pod)
+                except AlreadyExistsError:
+                    return
+                created["status"] = status
+                await client.request("PUT", f"{path}/{meta['name']}/status", json=created)
+
+        await asyncio.gather(*(create(i) for i in range(pods)))
+        await client.request(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}",
+            json={"metadata": {"labels": {marker: str(pods)}}},
+            content_type="application/merge-patch+json",
+        )
+        return config.server
 
 
 # -- the tables ------------------------------------------------------------------------------------
@@ -998,107 +1243,149 @@ def print_tables(r: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
     today = datetime.date.today().isoformat()
     print(f"\n{today}; {machine()}; {versions()}.")
     print(
-        f"Best of {args.repeat} runs ({args.official_repeat} for the official client), "
-        "each case in a fresh process; the ApiServerEmulator in its own process over "
-        "HTTP; Pods of ~5.5 KB of JSON with managedFields.\n"
+        f"Medians of {args.repeat} interleaved runs ({args.official_repeat} for the official "
+        "client, 1 for memory), each case in a fresh process; servers in their own "
+        "processes over HTTP (the ApiServerEmulator for sync, memory and relist; the recorded "
+        "server for the watch); Pods of ~5.5 KB of JSON with managedFields. The machine is "
+        "shared: trust the ratios within a run more than the absolute figures.\n"
     )
+    targets: list[tuple[str, bool, str]] = []
 
-    bare_list, bare_wl = r["sync-bare-list"], r["sync-bare-watchlist"]
-    bare_sync = min(bare_list, bare_wl, key=lambda x: x["seconds"])
-    bare_form = "list" if bare_sync is bare_list else "watch-list"
-    s = [bare_sync["seconds"], r["sync-kubereflector"]["seconds"], r["sync-official"]["seconds"]]
-    w_bare, w_official = r["watch-bare"]["rate"], r["watch-official"]["rate"]
-    w_async, w_def = r["watch-kubereflector-async"]["rate"], r["watch-kubereflector"]["rate"]
-    mem = {k: r[f"memory-{k}-tracemalloc"]["per_object"] for k in ("bare", "dicts", "official")}
-    relist = {k: r[f"relist-{k}"]["seconds"] for k in ("bare", "kubereflector", "official")}
+    def target(name: str, ok: bool, shown: str) -> None:
+        targets.append((name, ok, shown))
 
-    def ratios(bare: float, ours: float, official: float, faster: bool) -> list[str]:
-        if faster:  # times: lower is better
-            return [f"{bare / ours:.2f}", f"{official / ours:.1f}x faster"]
-        return [f"{ours / bare:.2f}", f"{ours / official:.1f}x"]
+    def sec(key: str) -> float:
+        return float(r[key]["seconds"])
 
+    def rate(key: str) -> float:
+        return float(r[key]["rate"])
+
+    def kb(key: str) -> float:
+        return float(r[key]["per_object"]) / 1000
+
+    # -- summary -------------------------------------------------------------------------------
+    w_bare, w_official = rate("watch-bare"), rate("watch-official")
+    s_bare_wl, s_bare_list = sec("sync-bare-watchlist"), sec("sync-bare-list")
+    rows = [
+        [
+            f"initial sync, {pods:,} pods, watch-list (s)",
+            f"{s_bare_wl:.2f}",
+            f"{sec('sync-kubereflector'):.2f}",
+            f"{sec('sync-kubereflector-compact'):.2f}",
+            f"{sec('sync-official'):.2f} (list)",
+            f"{s_bare_wl / sec('sync-kubereflector'):.2f}",
+            f"{s_bare_wl / sec('sync-kubereflector-compact'):.2f}",
+        ],
+        [
+            f"initial sync, {pods:,} pods, list at RV 0 (s)",
+            f"{s_bare_list:.2f}",
+            f"{sec('sync-kubereflector-list'):.2f}",
+            f"{sec('sync-kubereflector-compact-list'):.2f}",
+            f"{sec('sync-official'):.2f}",
+            f"{s_bare_list / sec('sync-kubereflector-list'):.2f}",
+            f"{s_bare_list / sec('sync-kubereflector-compact-list'):.2f}",
+        ],
+        [
+            f"watch, {events:,} events, `async def` handler (events/s)",
+            f"{w_bare:,.0f}",
+            f"{rate('watch-kubereflector-async'):,.0f}",
+            f"{rate('watch-kubereflector-compact-async'):,.0f}",
+            f"{w_official:,.0f}",
+            f"{rate('watch-kubereflector-async') / w_bare:.2f}",
+            f"{rate('watch-kubereflector-compact-async') / w_bare:.2f}",
+        ],
+        [
+            f"watch, {events:,} events, plain `def` handler (events/s)",
+            f"{w_bare:,.0f}",
+            f"{rate('watch-kubereflector'):,.0f}",
+            f"{rate('watch-kubereflector-compact'):,.0f}",
+            f"{w_official:,.0f}",
+            f"{rate('watch-kubereflector') / w_bare:.2f}",
+            f"{rate('watch-kubereflector-compact') / w_bare:.2f}",
+        ],
+        [
+            "memory per cached pod, tracemalloc (KB)",
+            f"{kb('memory-bare-tracemalloc'):.1f}",
+            f"{kb('memory-dicts-tracemalloc'):.1f}",
+            f"{kb('memory-compact-tracemalloc'):.1f}",
+            f"{kb('memory-official-tracemalloc'):.1f}",
+            f"{kb('memory-dicts-tracemalloc') / kb('memory-bare-tracemalloc'):.2f}",
+            f"{kb('memory-compact-tracemalloc') / kb('memory-bare-tracemalloc'):.2f}",
+        ],
+    ]
+    for kind, suffix in (("plain `def`", ""), ("`async def`", "-async")):
+        rows.append(
+            [
+                f"relist after a 410, {pods:,} pods, {kind} handler (s, backoff excluded)",
+                f"{sec('relist-bare'):.2f}",
+                f"{sec('relist-kubereflector' + suffix):.2f}",
+                f"{sec('relist-kubereflector-compact' + suffix):.2f}",
+                f"{sec('relist-official'):.2f}",
+                f"{sec('relist-kubereflector' + suffix) / sec('relist-bare'):.2f}",
+                f"{sec('relist-kubereflector-compact' + suffix) / sec('relist-bare'):.2f}",
+            ]
+        )
+    print("Summary (times: bare / ours, so higher is better; rates and memory: ours / bare):\n")
     _table(
         [
             "measure",
-            "bare aiohttp+msgspec",
-            "kubereflector",
+            "bare aiohttp+msgspec (dicts)",
+            "kubereflector, dict",
+            "kubereflector, compact",
             "official client",
-            "kubereflector / bare",
-            "kubereflector vs official",
+            "dict vs bare",
+            "compact vs bare",
         ],
-        [
-            [
-                f"initial sync, {pods:,} pods (s until has_synced)",
-                f"{s[0]:.2f} ({bare_form}, GC off)",
-                f"{s[1]:.2f}",
-                f"{s[2]:.2f}",
-                *ratios(s[0], s[1], s[2], faster=True),
-            ],
-            [
-                f"watch, {events:,} events of ~5.5 KB, one `async def` handler (events/s)",
-                f"{w_bare:,.0f}",
-                f"{w_async:,.0f}",
-                f"{w_official:,.0f}",
-                *ratios(w_bare, w_async, w_official, faster=False),
-            ],
-            [
-                f"watch, {events:,} events, one plain `def` handler (events/s)",
-                f"{w_bare:,.0f}",
-                f"{w_def:,.0f}",
-                f"{w_official:,.0f}",
-                *ratios(w_bare, w_def, w_official, faster=False),
-            ],
-            [
-                "memory per cached pod, tracemalloc (KB)",
-                f"{mem['bare'] / 1000:.1f}",
-                f"{mem['dicts'] / 1000:.1f}",
-                f"{mem['official'] / 1000:.1f}",
-                f"{mem['dicts'] / mem['bare']:.2f}",
-                f"{mem['dicts'] / mem['official']:.2f} of it",
-            ],
-            [
-                f"relist after a 410, {pods:,} pods (s, backoff excluded)",
-                f"{relist['bare']:.2f}",
-                f"{relist['kubereflector']:.2f}",
-                f"{relist['official']:.2f}",
-                *ratios(relist["bare"], relist["kubereflector"], relist["official"], faster=True),
-            ],
-        ],
+        rows,
     )
 
-    print("Initial sync in detail (GC: time in collections until has_synced):\n")
+    # -- initial list -----------------------------------------------------------------------
+    print(
+        "Initial sync in detail (s until has_synced; each informer against the bare loop of "
+        "the same protocol; GC: collections during the sync):\n"
+    )
     rows = []
-    for name, res in (
-        ("bare, one list, GC off + freeze", bare_list),
-        ("bare, watch-list stream, GC off + freeze", bare_wl),
-        ("kubereflector SharedIndexInformer (watch-list)", r["sync-kubereflector"]),
-        ("official SharedInformer (one list)", r["sync-official"]),
+    for name, key, bare in (
+        ("bare, watch-list stream, GC off + freeze", "sync-bare-watchlist", None),
+        ("kubereflector, dict, watch-list (the default)", "sync-kubereflector", s_bare_wl),
+        ("kubereflector, compact, watch-list", "sync-kubereflector-compact", s_bare_wl),
+        ("bare, one list at RV 0, GC off + freeze", "sync-bare-list", None),
+        ("kubereflector, dict, list at RV 0", "sync-kubereflector-list", s_bare_list),
+        ("kubereflector, compact, list at RV 0", "sync-kubereflector-compact-list", s_bare_list),
+        ("official SharedInformer (one list)", "sync-official", None),
     ):
-        handled = res.get("handled")
+        res = r[key]
         rows.append(
             [
                 name,
                 f"{res['seconds']:.2f}",
-                "" if handled is None else f"{handled:.2f}",
+                "" if bare is None else f"{bare / res['seconds']:.2f}",
                 f"{res['gc_young']:.3f}",
                 f"{res['gc_full']:.3f} ({res['gc_full_count']})",
+                "" if "after_gc_total" not in res else f"{res['after_gc_total']:.3f}",
             ]
         )
     _table(
-        ["contender", "has_synced (s)", "handler saw all (s)", "GC young (s)", "GC full (s, n)"],
+        [
+            "contender",
+            "has_synced (s)",
+            "bare / this",
+            "GC young (s)",
+            "GC full (s, n)",
+            f"GC while allocating {WORKLOAD:,} after (s)",
+        ],
         rows,
     )
 
+    # -- watch -----------------------------------------------------------------------------
     print(f"Watch throughput in detail ({events:,} MODIFIED events, GC during them):\n")
     rows = []
     for name, key in (
         ("bare (GC off)", "watch-bare"),
-        ("kubereflector, `async def` handler", "watch-kubereflector-async"),
-        (
-            "kubereflector, `async def` handler, decoder yielding every 256 KiB (before)",
-            "watch-kubereflector-async-yield256k",
-        ),
-        ("kubereflector, plain `def` handler (runs on a thread)", "watch-kubereflector"),
+        ("kubereflector, dict, `async def` handler", "watch-kubereflector-async"),
+        ("kubereflector, dict, plain `def` handler (its own thread)", "watch-kubereflector"),
+        ("kubereflector, compact, `async def` handler", "watch-kubereflector-compact-async"),
+        ("kubereflector, compact, plain `def` handler", "watch-kubereflector-compact"),
         ("official SharedInformer", "watch-official"),
     ):
         res = r[key]
@@ -1107,45 +1394,61 @@ def print_tables(r: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
                 name,
                 f"{res['rate']:,.0f}",
                 f"{res['rate'] / w_bare:.2f}",
+                f"{res['rate'] / w_official:.1f}x",
                 f"{res['gc_young']:.3f}",
                 f"{res['gc_full']:.3f} ({res['gc_full_count']})",
             ]
         )
-    _table(["contender", "events/s", "/ bare", "GC young (s)", "GC full (s, n)"], rows)
+    _table(
+        ["contender", "events/s", "/ bare", "/ official", "GC young (s)", "GC full (s, n)"], rows
+    )
 
+    # -- memory ----------------------------------------------------------------------------
     print("Memory per cached object after the sync, after gc.collect() (KB):\n")
+    official = kb("memory-official-tracemalloc")
     rows = []
     for name, key in (
         ("bare dict of decoded dicts", "bare"),
-        ("kubereflector, plain dicts", "dicts"),
-        ("kubereflector, strip_managed_fields", "strip"),
+        ("kubereflector, dict", "dicts"),
+        ("kubereflector, dict + strip_managed_fields", "strip"),
+        ("kubereflector, compact", "compact"),
+        ("kubereflector, compact + strip_managed_fields", "compact-strip"),
         ("kubereflector, metadata-only", "metadata"),
         ("kubereflector, metadata-only + strip_managed_fields", "metadata-strip"),
         ("official SharedInformer (models)", "official"),
     ):
-        traced = r[f"memory-{key}-tracemalloc"]["per_object"]
-        rss = r[f"memory-{key}-rss"]["per_object"]
-        rows.append(
-            [name, f"{traced / 1000:.1f}", f"{rss / 1000:.1f}", f"{traced / mem['official']:.2f}"]
-        )
+        traced = kb(f"memory-{key}-tracemalloc")
+        rss = kb(f"memory-{key}-rss")
+        rows.append([name, f"{traced:.1f}", f"{rss:.1f}", f"{traced / official:.2f}"])
     _table(["cache", "tracemalloc", "RSS delta", "vs official (tracemalloc)"], rows)
 
-    print(f"Relist after a 410 on {pods:,} synced pods:\n")
+    # -- relist ----------------------------------------------------------------------------
+    print(
+        f"Relist after a 410 on {pods:,} synced pods (until the handler has seen the whole "
+        "relist; GC after: while the application then allocates "
+        f"{WORKLOAD:,} containers, i.e. collection work deferred, not saved):\n"
+    )
     rows = []
     for name, key in (
-        ("bare: list again into a new dict", "bare"),
-        ("kubereflector", "kubereflector"),
-        ("official", "official"),
+        ("bare: list again into a new dict (GC off)", "relist-bare"),
+        ("kubereflector, dict, plain `def` handler", "relist-kubereflector"),
+        ("kubereflector, dict, `async def` handler", "relist-kubereflector-async"),
+        ("kubereflector, compact, plain `def` handler", "relist-kubereflector-compact"),
+        ("kubereflector, compact, `async def` handler", "relist-kubereflector-compact-async"),
+        ("official", "relist-official"),
     ):
-        res = r[f"relist-{key}"]
+        res = r[key]
         rows.append(
             [
                 name,
                 f"{res['wall']:.2f}",
                 f"{res['backoff']:.2f}",
                 f"{res['seconds']:.2f}",
+                f"{res['seconds'] / sec('relist-bare'):.2f}",
                 f"{res['cpu']:.2f}",
                 f"{res['peak'] / 1e6:.0f}",
+                f"{res.get('gc_total', 0.0):.2f}",
+                f"{res.get('after_gc_total', 0.0):.2f}",
             ]
         )
     _table(
@@ -1154,83 +1457,248 @@ def print_tables(r: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
             "caught up (s)",
             "of it backoff (s)",
             "relist (s)",
+            "/ bare",
             "CPU (s)",
             "RSS peak above synced (MB)",
-        ],
-        rows,
-    )
-
-    print(
-        f"The garbage collector in kubereflector's initial sync of {pods:,} pods, then while "
-        f"the application allocates {WORKLOAD:,} containers (what was deferred, not saved):\n"
-    )
-    rows = []
-    for name, key in (
-        ("default (no remedy)", "gc-none"),
-        ("**full collections deferred during the sync (shipped)**", "sync-kubereflector"),
-        ("gc.disable() during the sync", "gc-pause"),
-        ("gen-0 threshold x100 during the sync", "gc-gen0"),
-        ("shipped + the application's gc.freeze() after the sync", "gc-freeze"),
-    ):
-        res = r[key]
-        rows.append(
-            [
-                name,
-                f"{res['seconds']:.2f}",
-                f"{res['gc_total']:.3f}",
-                str(res["gc_full_count"]),
-                f"{res['after_gc_total']:.3f}",
-                f"{res['gc_total'] + res['after_gc_total']:.3f}",
-            ]
-        )
-    _table(
-        [
-            "GC handling",
-            "has_synced (s)",
-            "GC in sync (s)",
-            "full collections in sync",
+            "GC in relist (s)",
             "GC after (s)",
-            "GC in sync + after (s)",
         ],
         rows,
     )
 
-    strip = r["memory-strip-tracemalloc"]["per_object"]
-    strip_rss = r["memory-strip-rss"]["per_object"]
-    targets = [
-        ("initial sync >= 0.75 of the bare loop", s[0] / s[1] >= 0.75, f"{s[0] / s[1]:.2f}"),
-        (
-            "watch events/s >= 0.75 of the bare loop, `async def` handler",
-            w_async / w_bare >= 0.75,
-            f"{w_async / w_bare:.2f}",
-        ),
-        (
-            "watch events/s >= 0.75 of the bare loop, plain `def` handler",
-            w_def / w_bare >= 0.75,
-            f"{w_def / w_bare:.2f}",
-        ),
-        ("initial sync >= 8x faster than official", s[2] / s[1] >= 8, f"{s[2] / s[1]:.1f}x"),
-        (
-            "watch events/s >= 6x official, `async def` handler",
-            w_async / w_official >= 6,
-            f"{w_async / w_official:.1f}x",
-        ),
-        (
-            "watch events/s >= 6x official, plain `def` handler",
-            w_def / w_official >= 6,
-            f"{w_def / w_official:.1f}x",
-        ),
-        (
-            "memory per pod <= 0.5 of official",
-            mem["dicts"] <= mem["official"] / 2,
-            f"{mem['dicts'] / mem['official']:.2f}",
-        ),
-        (
-            "memory per pod <= 20 KB with strip_managed_fields (tracemalloc / RSS)",
-            strip <= 20_000,
-            f"{strip / 1000:.1f} / {strip_rss / 1000:.1f} KB",
-        ),
-    ]
+    # -- scale -----------------------------------------------------------------------------
+    big = args.scale_pods
+    if big:
+        print(
+            f"Scale: the informer's watch-list sync of {pods:,} and {big:,} pods from the "
+            "recorded server (RSS of the whole process: before, peak during the sync, and "
+            "steady once synced, after gc.collect()), beside the bare watch-list loop (GC off), "
+            "whose own growth shows what the machine adds:\n"
+        )
+        bare_growth = sec(f"{big}:sync-bare-watchlist") / sec(f"{pods}:sync-bare-watchlist")
+        rows = [
+            [
+                f"bare loop, {count:,} pods",
+                f"{sec(f'{count}:sync-bare-watchlist'):.2f}",
+                f"{sec(f'{count}:sync-bare-watchlist') / sec(f'{pods}:sync-bare-watchlist'):.2f}",
+                "",
+                "",
+                "",
+                "",
+                "",
+            ]
+            for count in (pods, big)
+        ]
+        for mode in ("dict", "compact"):
+            small_s = sec(f"{pods}:scale-{mode}")
+            for count in (pods, big):
+                res = r[f"{count}:scale-{mode}"]
+                rows.append(
+                    [
+                        f"{mode}, {count:,} pods",
+                        f"{res['seconds']:.2f}",
+                        f"{res['seconds'] / small_s:.2f}",
+                        f"{res['base'] / 1e6:.0f}",
+                        f"{res['peak'] / 1e6:.0f}",
+                        f"{res['steady'] / 1e6:.0f}",
+                        f"{res['peak_over_steady']:.2f}",
+                        f"{res['growth_peak_over_steady']:.2f}",
+                    ]
+                )
+            growth = sec(f"{big}:scale-{mode}") / small_s
+            target(
+                f"{mode}: {big:,}-pod sync <= {big / pods * 1.1:.1f}x the {pods:,}-pod one",
+                growth <= big / pods * 1.1,
+                f"{growth:.2f}x (bare loop: {bare_growth:.2f}x)",
+            )
+            ratio = r[f"{big}:scale-{mode}"]["peak_over_steady"]
+            target(
+                f"{mode}: peak RSS during the {big:,}-pod sync <= 1.3x the steady state",
+                ratio <= 1.3,
+                f"{ratio:.2f}",
+            )
+        _table(
+            [
+                "informer",
+                "sync (s)",
+                f"/ {pods:,}-pod sync",
+                "RSS before (MB)",
+                "peak (MB)",
+                "steady (MB)",
+                "peak / steady",
+                "growth: peak / steady",
+            ],
+            rows,
+        )
+
+    # -- a real cluster --------------------------------------------------------------------
+    if args.kubeconfig:
+        print(
+            f"Against a real cluster ({args.kubeconfig}; {pods:,} Pods created there once, "
+            "~7 KB each with their status and managedFields):\n"
+        )
+        rb_wl, rb_list = sec("real:sync-bare-watchlist"), sec("real:sync-bare-list")
+        rows = []
+        for name, key, bare in (
+            ("bare, watch-list stream", "real:sync-bare-watchlist", None),
+            ("kubereflector, dict, watch-list", "real:sync-kubereflector", rb_wl),
+            ("kubereflector, compact, watch-list", "real:sync-kubereflector-compact", rb_wl),
+            ("bare, one list at RV 0", "real:sync-bare-list", None),
+            ("kubereflector, dict, list at RV 0", "real:sync-kubereflector-list", rb_list),
+            (
+                "kubereflector, compact, list at RV 0",
+                "real:sync-kubereflector-compact-list",
+                rb_list,
+            ),
+            ("official SharedInformer (one list)", "real:sync-official", None),
+        ):
+            res = r[key]
+            rows.append(
+                [
+                    name,
+                    f"{res['seconds']:.2f}",
+                    "" if bare is None else f"{bare / res['seconds']:.2f}",
+                ]
+            )
+        _table(["initial sync", "has_synced (s)", "bare (same protocol) / this"], rows)
+        _table(
+            ["memory per cached pod (tracemalloc, KB)", "bare dicts", "dict", "compact"],
+            [
+                [
+                    "real cluster",
+                    f"{kb('real:memory-bare-tracemalloc'):.1f}",
+                    f"{kb('real:memory-dicts-tracemalloc'):.1f}",
+                    f"{kb('real:memory-compact-tracemalloc'):.1f}",
+                ]
+            ],
+        )
+        for label, key, bare in (
+            ("watch-list", "real:sync-kubereflector", rb_wl),
+            ("list", "real:sync-kubereflector-list", rb_list),
+        ):
+            ratio = bare / sec(key)
+            target(
+                f"real cluster: initial sync ({label}) >= 0.75 of the bare {label} loop",
+                ratio >= 0.75,
+                f"{ratio:.2f}",
+            )
+        for label, key, bare in (
+            ("watch-list", "real:sync-kubereflector-compact", rb_wl),
+            ("list", "real:sync-kubereflector-compact-list", rb_list),
+        ):
+            ratio = sec(key) / bare
+            target(
+                f"real cluster: compact sync ({label}) <= 0.8x the bare dict {label} loop",
+                ratio <= 0.8,
+                f"{ratio:.2f}x",
+            )
+
+    # -- GC variants -----------------------------------------------------------------------
+    if all(case in r for case in GC_CASES):
+        print(
+            f"The garbage collector in the informer's initial sync of {pods:,} pods, then while "
+            f"the application allocates {WORKLOAD:,} containers (what was deferred, not saved):\n"
+        )
+        rows = []
+        for name, key in (
+            ("default (no remedy)", "gc-none"),
+            ("**full collections deferred during the sync (shipped)**", "sync-kubereflector"),
+            ("gc.disable() during the sync", "gc-pause"),
+            ("gen-0 threshold x100 during the sync", "gc-gen0"),
+            ("shipped + the application's gc.freeze() after the sync", "gc-freeze"),
+        ):
+            res = r[key]
+            rows.append(
+                [
+                    name,
+                    f"{res['seconds']:.2f}",
+                    f"{res['gc_total']:.3f}",
+                    str(res["gc_full_count"]),
+                    f"{res['after_gc_total']:.3f}",
+                    f"{res['gc_total'] + res['after_gc_total']:.3f}",
+                ]
+            )
+        _table(
+            [
+                "GC handling",
+                "has_synced (s)",
+                "GC in sync (s)",
+                "full collections in sync",
+                "GC after (s)",
+                "GC in sync + after (s)",
+            ],
+            rows,
+        )
+
+    # -- targets ---------------------------------------------------------------------------
+    s_official = sec("sync-official")
+    for label, key, bare in (
+        ("watch-list", "sync-kubereflector", s_bare_wl),
+        ("list at RV 0", "sync-kubereflector-list", s_bare_list),
+    ):
+        ratio = bare / sec(key)
+        target(
+            f"initial sync ({label}) >= 0.75 of the bare {label} loop",
+            ratio >= 0.75,
+            f"{ratio:.2f}",
+        )
+    for kind, key in (
+        ("`async def`", "watch-kubereflector-async"),
+        ("plain `def`", "watch-kubereflector"),
+    ):
+        ratio = rate(key) / w_bare
+        target(
+            f"watch events/s >= 0.75 of the bare loop, {kind} handler",
+            ratio >= 0.75,
+            f"{ratio:.2f}",
+        )
+    for kind, suffix in (("plain `def`", ""), ("`async def`", "-async")):
+        ratio = sec("relist-kubereflector" + suffix) / sec("relist-bare")
+        target(f"relist <= 1.5x the bare loop's, {kind} handler", ratio <= 1.5, f"{ratio:.2f}x")
+    compact_kb = kb("memory-compact-tracemalloc")
+    target(
+        "compact: memory per pod <= 10 KB (tracemalloc)", compact_kb <= 10, f"{compact_kb:.1f} KB"
+    )
+    for label, key, bare in (
+        ("watch-list", "sync-kubereflector-compact", s_bare_wl),
+        ("list", "sync-kubereflector-compact-list", s_bare_list),
+    ):
+        ratio = sec(key) / bare
+        target(
+            f"compact: initial sync ({label}) <= 0.8x the bare dict {label} loop",
+            ratio <= 0.8,
+            f"{ratio:.2f}x",
+        )
+    for kind, key in (
+        ("`async def`", "watch-kubereflector-compact-async"),
+        ("plain `def`", "watch-kubereflector-compact"),
+    ):
+        ratio = rate(key) / w_bare
+        target(
+            f"compact: watch events/s >= 2x the bare dict loop, {kind} handler",
+            ratio >= 2,
+            f"{ratio:.2f}x",
+        )
+    ratio = s_official / sec("sync-kubereflector")
+    target("initial sync >= 8x faster than official (round one)", ratio >= 8, f"{ratio:.1f}x")
+    for kind, key in (
+        ("`async def`", "watch-kubereflector-async"),
+        ("plain `def`", "watch-kubereflector"),
+    ):
+        ratio = rate(key) / w_official
+        target(
+            f"watch events/s >= 6x official, {kind} handler (round one)",
+            ratio >= 6,
+            f"{ratio:.1f}x",
+        )
+    ratio = kb("memory-dicts-tracemalloc") / official
+    target("memory per pod <= 0.5 of official (round one)", ratio <= 0.5, f"{ratio:.2f}")
+    strip = kb("memory-strip-tracemalloc")
+    target(
+        "memory per pod <= 20 KB with strip_managed_fields (round one)",
+        strip <= 20,
+        f"{strip:.1f} KB",
+    )
     print("Targets (this machine, this run):\n")
     _table(
         ["target", "measured", "met"],

@@ -4,7 +4,7 @@
 
 A recorded API server (``_server.py``, its own process) serves realistic Pods
 (~5 KB of JSON each, managedFields included). Three clients read the same bytes,
-each case in a fresh process, best of ``--repeat`` runs:
+each case in a fresh process, ``--repeat`` interleaved runs, the median kept:
 
 - **bare**: aiohttp + msgspec, split lines, decode, keep the newest object per
   key in a dict (the practical limit for a cache fed from a stream);
@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -252,9 +253,9 @@ def main() -> None:
         if server.stdout.readline().strip() != "ready":
             raise SystemExit("the benchmark server did not start")
         url = f"http://127.0.0.1:{port}"
-        best: dict[str, float] = {}
-        for case in CASES:
-            for _ in range(args.repeat):
+        runs: dict[str, list[float]] = {case: [] for case in CASES}
+        for _ in range(args.repeat):  # interleaved: each round runs every case once
+            for case in CASES:
                 out = subprocess.run(
                     [
                         sys.executable,
@@ -273,27 +274,32 @@ def main() -> None:
                     text=True,
                     env={**os.environ},
                 ).stdout
-                seconds = json.loads(out.strip().splitlines()[-1])["seconds"]
-                best[case] = min(best.get(case, float("inf")), seconds)
-            print(f"  {case}: {best[case]:.3f} s", file=sys.stderr)
+                runs[case].append(json.loads(out.strip().splitlines()[-1])["seconds"])
+        median = {case: statistics.median(seconds) for case, seconds in runs.items()}
+        for case, seconds in runs.items():
+            shown = ", ".join(f"{s:.3f}" for s in seconds)
+            print(f"  {case}: [{shown}] -> median {median[case]:.3f} s", file=sys.stderr)
     finally:
         server.terminate()
         server.wait()
-    _print_table(best, args.events, args.pods)
+    _print_table(median, args.events, args.pods, args.repeat)
 
 
-def _print_table(best: dict[str, float], events: int, pods: int) -> None:
+def _print_table(median: dict[str, float], events: int, pods: int, repeat: int) -> None:
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    print(f"\nMachine: {machine}; best of runs; Pods of ~5 KB JSON with managedFields.\n")
+    print(
+        f"\nMachine: {machine}; medians of {repeat} interleaved runs; "
+        "Pods of ~5 KB JSON with managedFields.\n"
+    )
     header = ["measure", "bare aiohttp+msgspec", "kubereflector", "official client"]
     print("| " + " | ".join([*header, "ours / bare", "ours vs official"]) + " |")
     print("|" + "---|" * (len(header) + 2))
-    rate = {k: events / best[f"watch-{k}"] for k in ("bare", "kubereflector", "official")}
+    rate = {k: events / median[f"watch-{k}"] for k in ("bare", "kubereflector", "official")}
     cells = [f"{rate[k]:,.0f}" for k in ("bare", "kubereflector", "official")]
     ratios = [f"{rate['kubereflector'] / rate['bare']:.2f}"]
     ratios.append(f"{rate['kubereflector'] / rate['official']:.1f}x")
     print(f"| watch stream, {events:,} events (events/s) | " + " | ".join(cells + ratios) + " |")
-    took = {k: best[f"list-{k}"] for k in ("bare", "kubereflector", "official")}
+    took = {k: median[f"list-{k}"] for k in ("bare", "kubereflector", "official")}
     cells = [f"{took[k]:.2f}" for k in ("bare", "kubereflector", "official")]
     ratios = [f"{took['bare'] / took['kubereflector']:.2f}"]
     ratios.append(f"{took['official'] / took['kubereflector']:.1f}x")

@@ -29,6 +29,11 @@ Cost: the producer takes the lock once per call (``add_batch`` buffers a whole
 batch at once) and wakes the consumer only when it waits; the consumer takes
 each notification without the lock.
 
+The collector: while a listener holds the notifications of a list or relist,
+or any notification for a thread consumer, it keeps the collector's full
+collections deferred (:func:`~kubereflector._gc.defer_full_collections`)
+until its consumer has taken them all (see :meth:`Listener.add_batch`).
+
 Thread-safety: ``add``/``add_batch``/``add_initial``/``stop``/``start``/
 ``has_synced`` may be called from any thread. The resync fields are guarded by
 the owning processor's lock.

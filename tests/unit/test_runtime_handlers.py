@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubereflector import DeletedFinalStateUnknown
+from kubereflector import DeletedFinalStateUnknown, to_compact
 from kubereflector.runtime import (
     EnqueueRequestsHandler,
     Request,
@@ -56,6 +56,12 @@ def test_enqueue_owner_takes_only_the_controller_of_the_kind() -> None:
     )
     cluster = enqueue_owner("example.com", "Widget", namespaced=False)
     assert cluster(obj("c", ownerReferences=[ref("w", controller=True)])) == (Request("", "w"),)
+
+
+def test_mappers_take_compact_objects() -> None:
+    owned = to_compact(obj("c", ownerReferences=[ref("w", controller=True)]))
+    assert enqueue_object(owned) == (Request("ns", "c"),)
+    assert enqueue_owner("example.com", "Widget")(owned) == (Request("ns", "w"),)
 
 
 class Queue:

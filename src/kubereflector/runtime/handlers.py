@@ -23,7 +23,7 @@ they must be quick and must not block.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from ..keys import (
@@ -95,7 +95,7 @@ def enqueue_owner(group: str, kind: str, *, namespaced: bool = True) -> Mapper:
         if obj is None:
             return ()
         meta = get_metadata(obj)
-        if isinstance(meta, dict):
+        if isinstance(meta, Mapping):  # a dict, or a compact object's metadata
             refs = meta.get("ownerReferences")
             namespace = meta.get("namespace")
         else:
@@ -104,7 +104,7 @@ def enqueue_owner(group: str, kind: str, *, namespaced: bool = True) -> Mapper:
         if not refs:
             return ()
         for ref in refs:
-            if not isinstance(ref, dict):
+            if not isinstance(ref, Mapping):
                 ref = {
                     "controller": getattr(ref, "controller", None),
                     "kind": getattr(ref, "kind", None),
