@@ -58,6 +58,7 @@ from .client import (
     UnknownResourceError,
     load_config,
 )
+from .client.paths import validate_namespace
 from .errors import ApiError, ForbiddenError, UnauthorizedError
 from .keys import (
     DeletedFinalStateUnknown,
@@ -429,8 +430,14 @@ class _Target:
     namespace: str | None
 
 
-def _check_selectors(args: argparse.Namespace) -> None:
-    """Parse the selectors locally, so a malformed one is reported before any request."""
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Check the namespace and parse the selectors locally, so that a malformed one
+    is reported before any request."""
+    if args.namespace:
+        try:
+            validate_namespace(args.namespace)
+        except ValueError as err:
+            raise _UsageError(f"-n/--namespace: {err}") from None
     _check_selector("label", args.selector or "", LabelSelector.parse)
     _check_selector("field", args.field_selector or "", FieldSelector.parse)
 
@@ -1040,7 +1047,7 @@ async def amain(
     with _logging(ctx):
         try:
             if hasattr(args, "selector"):
-                _check_selectors(args)
+                _check_arguments(args)
             return await handler(args, ctx)
         except Exception as err:
             if ctx.debug:

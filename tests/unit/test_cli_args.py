@@ -105,6 +105,8 @@ def test_unknown_output_format_is_refused() -> None:
         (["get", "pods", "-l", "app in (a"], "label selector"),
         (["watch", "pods", "-l", "=x"], "label selector"),
         (["watch", "pods", "--field-selector", "novalue"], "field selector"),
+        (["get", "pods", "-n", "Bad NS!"], "-n/--namespace: invalid namespace 'Bad NS!'"),
+        (["watch", "pods", "-n", "kube-system/secrets?x="], "invalid namespace"),
         (["watch", "pods", "--every", "3x"], "--every"),
         (["get", "pods", "--timeout", "soon"], "--timeout"),
         (["demo", "--duration", "-4"], "--duration"),

@@ -517,6 +517,8 @@ def test_arguments_are_checked() -> None:
         SharedInformerFactory(FakeClient(), default_resync=-1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="custom_resync"):
         SharedInformerFactory(FakeClient(), custom_resync={"pods": -1})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"invalid namespace '\.\./kube-system'"):
+        SharedInformerFactory(FakeClient(), namespace="../kube-system")  # type: ignore[arg-type]
     factory = SharedInformerFactory(FakeClient())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="name or a ResourceInfo"):
         factory.informer_for(42)  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_sta
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ._lines import decode_watch_stream
 from .config import ClientConfig
+from .paths import validate_api_path
 
 if TYPE_CHECKING:
     from .discovery import Discovery
@@ -242,10 +243,15 @@ class Client:
         return _safe(self._base)
 
     def url(self, path: str, params: QueryParams | None = None) -> URL:
-        """The full URL for an absolute API ``path`` (``/api/v1/pods``) and query."""
-        if not path.startswith("/"):
-            raise ValueError(f"path must start with '/': {path!r}")
-        url = URL(self._prefix + path)
+        """The full URL for an absolute API ``path`` (``/api/v1/pods``) and query.
+
+        ``path`` is only ever a path: it is refused (``ValueError`` naming it)
+        when it carries a query or fragment (pass ``params``), an empty, ``.``
+        or ``..`` segment (also percent-encoded: the URL library would resolve
+        it), a percent-encoded ``/``, or whitespace and control characters, so
+        that no data built into a path can reach another resource.
+        """
+        url = URL(self._prefix + validate_api_path(path))
         if params:
             url = url.update_query({k: _query_value(v) for k, v in params.items()})
         return url
