@@ -4,11 +4,14 @@ progress and error lines."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 import io
+import re
 
 import aiohttp
 import pytest
+import yaml
 
 from kubereflector import cli
 from kubereflector.client import ConfigError
@@ -284,3 +287,49 @@ def test_progress_needs_both_streams_on_a_terminal() -> None:
     assert not ctx.tty
     ctx.stderr = Tty()
     assert ctx.tty
+
+
+PEM_CERT = "-----BEGIN CERTIFICATE-----\nbm9wZQ==\n-----END CERTIFICATE-----\n"
+PEM_KEY = "-----BEGIN PRIVATE KEY-----\nbm9wZQ==\n-----END PRIVATE KEY-----\n"
+
+
+@pytest.mark.parametrize(
+    ("cert", "message"),
+    [
+        # not even PEM: refused while loading the kubeconfig, naming the field
+        ("garbage", r"user 'u' in .*: client-certificate-data is not a PEM certificate"),
+        # PEM-shaped, but TLS cannot load it: refused on the first request
+        (PEM_CERT, r"the client certificate and key cannot be loaded: "),
+    ],
+)
+def test_bad_client_certificate_data_is_one_specific_line(
+    tmp_path, cert: str, message: str
+) -> None:
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "client-certificate-data": b64(cert),
+                            "client-key-data": b64(PEM_KEY),
+                        },
+                    }
+                ],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+            }
+        )
+    )
+    s = Streams()
+    assert s.run("get", "pods", "--kubeconfig", str(kubeconfig)) == cli.EXIT_ERROR
+    lines = s.err_lines()
+    assert len(lines) == 1, lines
+    assert re.match(r"kubereflector: error: " + message, lines[0]), lines[0]
+    assert "internal error" not in lines[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import re
 import ssl
 import sys
 import time
@@ -31,7 +32,7 @@ from kubereflector import (
     UnauthorizedError,
     WatchEvent,
 )
-from kubereflector.client import AuthInfo, Client, ClientConfig, StaticAuth
+from kubereflector.client import AuthInfo, Client, ClientConfig, ConfigError, StaticAuth
 from kubereflector.client.rest import _parse_retry_after
 
 pytestmark = pytest.mark.asyncio
@@ -432,15 +433,15 @@ async def test_long_non_json_error_body_is_cut(server: FakeServer, client: Clien
     assert info.value.message == "x" * 200
 
 
-async def test_credentials_in_the_server_url_never_reach_messages(server: FakeServer) -> None:
-    config = ClientConfig(server=server.url.replace("://", "://alice:hunter2@"))
-    async with Client(config) as client:
-        with pytest.raises(NotFoundError) as info:
-            await client.get("/nowhere")
+async def test_credentials_in_the_server_url_are_refused_without_showing_them(
+    server: FakeServer,
+) -> None:
+    # aiohttp would refuse to send them beside the Authorization header on every request.
+    for url in (server.url.replace("://", "://alice:hunter2@"), "alice:hunter2@kube:6443"):
+        with pytest.raises(ValueError, match="must not hold credentials") as info:
+            ClientConfig(server=url)
         assert "hunter2" not in str(info.value)
         assert "alice" not in str(info.value)
-        assert "hunter2" not in client.server
-        assert "hunter2" not in repr(client)
 
 
 async def test_retry_after_header_forms() -> None:
@@ -544,9 +545,19 @@ async def test_a_client_belongs_to_one_event_loop(server: FakeServer, client: Cl
 
 
 async def test_invalid_server_urls() -> None:
-    for bad in ("kube.example:6443", "ftp://kube", "https://", "https://h/?x=1"):
-        with pytest.raises(ValueError, match="server must"):
-            Client(ClientConfig(server=bad))
+    for bad, problem in [
+        ("kube.example:6443", "is not an http or https URL"),
+        ("ftp://kube", "is not an http or https URL"),
+        ("https://", "has no host"),
+        ("https://h/?x=1", "must not have a query or fragment"),
+        ("https://not a url", "is not a URL: its host .* is no host name or IP address"),
+        ("https://6443", "has a number for its host"),
+        ("https://h:99999", "is not a URL"),
+    ]:
+        with pytest.raises(ValueError, match=f"^server {re.escape(repr(bad))} {problem}"):
+            ClientConfig(server=bad)
+    with pytest.raises(ValueError, match=r"must be a string .* not int"):
+        ClientConfig(server=6443)  # type: ignore[arg-type]
 
 
 # -- TLS ------------------------------------------------------------------------------
@@ -694,5 +705,15 @@ async def test_bad_ca_data_is_a_clear_error() -> None:
         server="https://127.0.0.1:1", ca_data=b"-----BEGIN CERTIFICATE-----\nnope"
     )
     async with Client(config) as client:
-        with pytest.raises(ValueError, match="certificate-authority data"):
+        with pytest.raises(ConfigError, match="certificate-authority data"):
+            await client.get("/api")
+
+
+async def test_a_client_certificate_tls_cannot_load_is_a_config_error() -> None:
+    # PEM-shaped, but no certificate: a plugin or a hand-made Auth may hand such data over.
+    cert = b"-----BEGIN CERTIFICATE-----\nbm9wZQ==\n-----END CERTIFICATE-----\n"
+    key = b"-----BEGIN PRIVATE KEY-----\nbm9wZQ==\n-----END PRIVATE KEY-----\n"
+    config = ClientConfig(server="https://127.0.0.1:1", auth=StaticAuth(client_cert=(cert, key)))
+    async with Client(config) as client:
+        with pytest.raises(ConfigError, match="client certificate and key cannot be loaded"):
             await client.get("/api")

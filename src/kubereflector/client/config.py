@@ -25,11 +25,14 @@ import datetime
 import importlib
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from yarl import URL
 
 from ..backoff import Clock, RealClock
 from . import _kubeconfig
@@ -44,6 +47,7 @@ from ._exec import (
     stderr_tail,
 )
 from ._kubeconfig import Entry, KubeconfigError
+from .paths import validate_namespace
 
 __all__ = [
     "Auth",
@@ -56,6 +60,7 @@ __all__ = [
     "TokenFileAuth",
     "in_cluster_config",
     "load_config",
+    "server_problem",
 ]
 
 _log = logging.getLogger("kubereflector.client.config")
@@ -67,10 +72,12 @@ class ConfigError(Exception):
     """The configuration cannot be loaded, or credentials cannot be obtained.
 
     Raised by :func:`load_config` and :func:`in_cluster_config` (missing or
-    malformed files, unknown contexts, unsupported settings) and by
+    malformed files, unknown contexts, unsupported settings), by
     ``Auth.authorize`` (an unreadable token file, a failing exec plugin or
-    auth-provider). The message says what is wrong and where; it never contains
-    a credential, and the exception never chains one that could.
+    auth-provider) and by the Client's first request when TLS cannot load the
+    certificate-authority data or the client certificate and key. The message
+    says what is wrong and where; it never contains a credential, and the
+    exception never chains one that could.
     """
 
 
@@ -159,6 +166,48 @@ class StaticAuth:
         return f"StaticAuth({', '.join(kinds) or 'anonymous'})"
 
 
+_HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def server_problem(server: object) -> str | None:
+    """Why ``server`` cannot be an API server's base URL (a sentence that starts
+    with "server"), or ``None`` if it can.
+
+    It must be an ``http`` or ``https`` URL with a host name or IP address, and
+    no query or fragment. User info (``https://user:password@host``) is refused:
+    credentials belong in the kubeconfig user (aiohttp would also refuse to
+    send them beside another Authorization header). The answer quotes the URL
+    only when it holds no ``@``, so it never shows a credential. Pure and
+    thread-safe.
+    """
+    if not isinstance(server, str):
+        kind = type(server).__name__
+        return f"server must be a string with a URL such as https://host:6443, not {kind}"
+    after_scheme = server.partition("://")[2] if "://" in server else server
+    if "@" in after_scheme.partition("/")[0]:
+        return (
+            "server must not hold credentials (https://user:password@host): put them in "
+            "the kubeconfig user (a token, or a username and password)"
+        )
+    problem: str | None = None
+    try:
+        url = URL(server)
+    except (ValueError, TypeError) as err:
+        return f"server {server!r} is not a URL ({err})"
+    host = url.host or ""
+    if url.scheme not in ("http", "https"):
+        problem = "is not an http or https URL"
+    elif not host:
+        problem = "has no host"
+    elif ":" not in host and not _HOST_NAME.fullmatch(host):
+        problem = f"is not a URL: its host {host!r} is no host name or IP address"
+    elif host.isdigit():
+        problem = "has a number for its host: write it as https://HOST:PORT"
+    elif url.query_string or url.fragment or "?" in server or "#" in server:
+        problem = "must not have a query or fragment"
+    return None if problem is None else f"server {server!r} {problem}"
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class ClientConfig:
     """How to reach one API server.
@@ -168,6 +217,10 @@ class ClientConfig:
     store. ``tls_server_name`` overrides the name checked in the server's
     certificate (and sent as SNI). ``namespace`` is the default namespace of the
     context (``"default"`` when unset).
+
+    Raises ``ValueError`` when ``server`` is not an http(s) URL with a host
+    (or carries credentials, a query or a fragment: see :func:`server_problem`)
+    or ``namespace`` is not a DNS-1123 label.
     """
 
     server: str
@@ -178,6 +231,12 @@ class ClientConfig:
     proxy_url: str | None = None
     namespace: str = "default"
     context: str | None = None
+
+    def __post_init__(self) -> None:
+        problem = server_problem(self.server)
+        if problem is not None:
+            raise ValueError(problem)
+        validate_namespace(self.namespace)
 
     def __repr__(self) -> str:
         return (
@@ -696,6 +755,8 @@ def _auth_for_user(
     if key is not None and cert is None:
         raise KubeconfigError(f"{where}: has a client-key but no client-certificate")
     client_cert = (cert, key) if cert is not None and key is not None else None
+    if client_cert is not None:
+        _check_pem(user, client_cert)
     has_exec = user.body.get("exec") is not None
     has_provider = user.body.get("auth-provider") is not None
     if has_exec and has_provider:
@@ -740,6 +801,21 @@ def _auth_for_user(
             token=token, username=username, password=password, client_cert=client_cert
         )
     return header_auth if client_cert is None else _ClientCertAuth(header_auth, client_cert)
+
+
+def _check_pem(user: Entry, client_cert: tuple[bytes, bytes]) -> None:
+    """Refuse a client certificate or key that is not PEM, naming the field (TLS
+    itself checks the rest when the first connection is made)."""
+    cert, key = client_cert
+    for name, data, marker, what in (
+        ("client-certificate", cert, b"-----BEGIN CERTIFICATE-----", "certificate"),
+        ("client-key", key, b"PRIVATE KEY-----", "private key"),
+    ):
+        if marker not in data:
+            field = f"{name}-data" if user.string(f"{name}-data") else name
+            raise KubeconfigError(
+                f"user {user.name!r} in {user.source}: {field} is not a PEM {what}"
+            )
 
 
 # -- loading -------------------------------------------------------------------
@@ -852,6 +928,14 @@ def _from_kubeconfig(
     if raw_server is None:
         raise ConfigError(f"cluster {cluster_name!r} in {cluster.source} has no server")
     server = _normalize_server(raw_server)
+    problem = server_problem(server)
+    if problem is not None:
+        raise ConfigError(f"cluster {cluster_name!r} in {cluster.source}: {problem}")
+    namespace = ctx.string("namespace") or "default"
+    try:
+        validate_namespace(namespace)
+    except ValueError as err:
+        raise ConfigError(f"context {name!r} in {ctx.source}: {err}") from None
     ca_data = cluster.data_or_file("certificate-authority")
     insecure = cluster.flag("insecure-skip-tls-verify")
     if insecure and ca_data is not None:
@@ -892,7 +976,7 @@ def _from_kubeconfig(
         insecure_skip_tls_verify=insecure,
         tls_server_name=tls_server_name,
         proxy_url=proxy_url,
-        namespace=ctx.string("namespace") or "default",
+        namespace=namespace,
         context=name,
     )
 
@@ -925,6 +1009,13 @@ def in_cluster_config(
         )
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
+    server = f"https://{host}:{port}"
+    problem = server_problem(server)
+    if problem is not None or not port.isdigit():
+        raise ConfigError(
+            "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT do not make a URL: "
+            f"{problem or f'port {port!r} is not a number'}"
+        )
     directory = Path(service_account_dir)
     token_path = directory / "token"
     _read_token_file(token_path)  # fail now, naming the path
@@ -940,8 +1031,14 @@ def in_cluster_config(
     namespace = "default"
     with contextlib.suppress(OSError, UnicodeDecodeError):
         namespace = (directory / "namespace").read_text(encoding="utf-8").strip() or "default"
+    try:
+        validate_namespace(namespace)
+    except ValueError as err:
+        raise ConfigError(
+            f"in-cluster namespace file {str(directory / 'namespace')!r}: {err}"
+        ) from None
     return ClientConfig(
-        server=f"https://{host}:{port}",
+        server=server,
         auth=TokenFileAuth(token_path, clock=clock),
         ca_data=ca_data or None,
         namespace=namespace,

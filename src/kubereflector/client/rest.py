@@ -34,7 +34,7 @@ from .. import __version__
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ._lines import decode_watch_stream
-from .config import ClientConfig
+from .config import ClientConfig, ConfigError
 from .paths import validate_api_path
 
 if TYPE_CHECKING:
@@ -180,11 +180,7 @@ class Client:
         max_connections: int = 0,
     ) -> None:
         self.config = config
-        base = URL(config.server)
-        if base.scheme not in ("http", "https") or not base.host:
-            raise ValueError(f"server must be an http(s) URL with a host, got {_safe(base)!r}")
-        if base.query_string or base.fragment:
-            raise ValueError(f"server must not have a query or fragment: {_safe(base)!r}")
+        base = URL(config.server)  # validated by ClientConfig: http(s), a host, no credentials
         self._prefix = str(base).rstrip("/")
         self._base = base
         self._proxy = _proxy_for(base, config.proxy_url)
@@ -635,7 +631,7 @@ def _ssl_context(config: ClientConfig, client_cert: tuple[bytes, bytes] | None) 
             else:
                 context = ssl.create_default_context(cadata=ca)  # DER
         except (ssl.SSLError, ValueError) as err:
-            raise ValueError(f"the certificate-authority data cannot be loaded: {err}") from None
+            raise ConfigError(f"the certificate-authority data cannot be loaded: {err}") from None
     else:
         context = ssl.create_default_context()
     if client_cert is not None:
@@ -656,6 +652,6 @@ def _load_client_cert(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) 
             file.write(key_pem)
         context.load_cert_chain(path)
     except (ssl.SSLError, ValueError) as err:
-        raise ValueError(f"the client certificate and key cannot be loaded: {err}") from None
+        raise ConfigError(f"the client certificate and key cannot be loaded: {err}") from None
     finally:
         os.unlink(path)
