@@ -49,9 +49,11 @@ import aiohttp
 import msgspec
 import yaml
 
+from ._timeout import within
 from .backoff import Clock, RealClock
 from .client import (
     Client,
+    ClientConfig,
     ConfigError,
     ResourceInfo,
     ResourceListWatch,
@@ -453,28 +455,41 @@ def _check_selector(kind: str, text: str, parse: Callable[[str], object]) -> Non
 
 
 @contextlib.asynccontextmanager
-async def _connect(args: argparse.Namespace, ctx: _Context) -> AsyncIterator[_Target]:
+async def _connect(
+    args: argparse.Namespace, ctx: _Context, timeout: float | None = None
+) -> AsyncIterator[_Target]:
     """Load the config, resolve the resource and make one small list request, so that
     configuration, discovery, authentication and authorization errors surface here,
-    once, instead of inside the informer's retry loop."""
+    once, instead of inside the informer's retry loop. ``timeout`` (seconds on the
+    context's clock) bounds all of it, credential plugins included."""
     config = load_config(args.kubeconfig, args.context)
     ctx.context = config.context
     async with Client(config) as client:
         ctx.server = client.server
-        info = await client.discovery.resolve(args.resource)
-        namespace: str | None = None
-        if info.namespaced and not args.all_namespaces:
-            namespace = args.namespace or config.namespace
-        lister_watcher = ResourceListWatch(
-            client,
-            info,
-            namespace=namespace,
-            label_selector=args.selector,
-            field_selector=args.field_selector,
-            metadata_only=getattr(args, "metadata_only", False),
-        )
-        await lister_watcher.list(ListOptions(limit=1))
-        yield _Target(client, info, lister_watcher, namespace)
+        try:
+            target = await within(ctx.clock, timeout, _target(args, config, client))
+        except TimeoutError:
+            raise _CliError(
+                f"timed out after {args.timeout} connecting to the API server at {ctx.server}"
+            ) from None
+        yield target
+
+
+async def _target(args: argparse.Namespace, config: ClientConfig, client: Client) -> _Target:
+    info = await client.discovery.resolve(args.resource)
+    namespace: str | None = None
+    if info.namespaced and not args.all_namespaces:
+        namespace = args.namespace or config.namespace
+    lister_watcher = ResourceListWatch(
+        client,
+        info,
+        namespace=namespace,
+        label_selector=args.selector,
+        field_selector=args.field_selector,
+        metadata_only=getattr(args, "metadata_only", False),
+    )
+    await lister_watcher.list(ListOptions(limit=1))
+    return _Target(client, info, lister_watcher, namespace)
 
 
 def _is_fatal(err: BaseException) -> bool:
@@ -693,12 +708,13 @@ def _print_keys(ctx: _Context, informer: SharedIndexInformer, what: str, output:
 
 async def _cmd_get(args: argparse.Namespace, ctx: _Context) -> int:
     timeout = _duration_arg(args.timeout, "--timeout")
-    async with _connect(args, ctx) as target:
+    deadline = ctx.clock.now() + timeout
+    async with _connect(args, ctx, timeout) as target:
         what = target.info.resource
         progress = _ListProgress(ctx.stderr, what, enabled=ctx.tty, clock=ctx.clock)
         run = _InformerRun(target, ctx, observer=progress, strip=True)
         async with run:
-            synced = await run.wait_synced(timeout)
+            synced = await run.wait_synced(max(0.0, deadline - ctx.clock.now()))
         progress.finish()
         if not synced:
             if ctx.stop.is_set():
@@ -906,7 +922,10 @@ def _build_parser(ctx: _Context) -> _Parser:
         help="table (default), names: keys, json: a List of the cached objects",
     )
     get.add_argument(
-        "--timeout", metavar="DURATION", default="60s", help="give up syncing after this"
+        "--timeout",
+        metavar="DURATION",
+        default="60s",
+        help="give up after this: connecting, discovery and syncing together",
     )
     get.set_defaults(handler=_cmd_get)
 

@@ -8,10 +8,13 @@ import base64
 import datetime
 import io
 import re
+import sys
+from pathlib import Path
 
 import aiohttp
 import pytest
 import yaml
+from config_fixtures import V1, Gate, Plugin
 
 from kubereflector import cli
 from kubereflector.client import ConfigError
@@ -333,3 +336,79 @@ def test_bad_client_certificate_data_is_one_specific_line(
     assert len(lines) == 1, lines
     assert re.match(r"kubereflector: error: " + message, lines[0]), lines[0]
     assert "internal error" not in lines[0]
+
+
+def kubeconfig_for(path: Path, server: str, user: dict[str, object] | None = None) -> str:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": user or {}}],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+            }
+        )
+    )
+    return str(path)
+
+
+@pytest.mark.asyncio
+async def test_get_timeout_covers_a_server_that_accepts_and_never_answers(tmp_path: Path) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.read()  # reads the request, never answers
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    clock = FakeClock()
+    out, err = io.StringIO(), io.StringIO()
+    kubeconfig = kubeconfig_for(tmp_path / "config", f"http://127.0.0.1:{port}")
+    async with server:
+        run = asyncio.create_task(
+            cli.amain(
+                ["get", "pods", "--timeout", "3s", "--kubeconfig", kubeconfig],
+                clock=clock,
+                stdout=out,
+                stderr=err,
+            )
+        )
+        await clock.wait_for_sleepers()
+        await clock.advance(2.9)
+        assert not run.done()
+        await clock.advance(0.1)
+        assert await run == cli.EXIT_ERROR
+    assert err.getvalue().splitlines() == [
+        "kubereflector: error: timed out after 3s connecting to the API server at "
+        f"http://127.0.0.1:{port}"
+    ]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX plugin scripts")
+@pytest.mark.asyncio
+async def test_get_timeout_covers_a_credential_plugin_that_never_exits(tmp_path: Path) -> None:
+    gate = Gate(tmp_path)
+    try:
+        plugin = Plugin(tmp_path, gate.plugin_code(with_helper=True))
+        exec_user = {
+            "exec": {"apiVersion": V1, "command": str(plugin.path), "interactiveMode": "Never"}
+        }
+        kubeconfig = kubeconfig_for(tmp_path / "config", "http://127.0.0.1:1", exec_user)
+        clock = FakeClock()
+        err = io.StringIO()
+        run = asyncio.create_task(
+            cli.amain(
+                ["get", "pods", "--timeout", "3s", "--kubeconfig", kubeconfig],
+                clock=clock,
+                stdout=io.StringIO(),
+                stderr=err,
+            )
+        )
+        await gate.started()
+        await clock.advance(3)
+        assert await run == cli.EXIT_ERROR
+        assert "timed out after 3s" in err.getvalue()
+        await gate.ended()  # the plugin and its helper were killed
+    finally:
+        gate.close()

@@ -6,6 +6,7 @@ variables (the ``isolated`` fixture), so the real ~/.kube is never read.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -768,6 +769,22 @@ async def test_exec_failure_through_the_kubeconfig(tmp_path: Path) -> None:
     assert str(caught.value) == (
         f"exec plugin {str(plugin.path)!r} failed with exit code 1: token expired, run: login"
     )
+
+
+@posix_only
+@pytest.mark.asyncio
+async def test_exec_timeout_through_the_kubeconfig(tmp_path: Path) -> None:
+    clock = FakeClock()
+    plugin = Plugin(tmp_path, "import time\ntime.sleep(600)")
+    doc = single(
+        user={"exec": {"apiVersion": V1, "command": str(plugin.path), "interactiveMode": "Never"}}
+    )
+    config = load_config(write_yaml(tmp_path / "config", doc), clock=clock, exec_timeout=2.5)
+    task = asyncio.create_task(config.auth.authorize())
+    await clock.wait_for_sleepers()  # the plugin runs, its timer is set
+    await clock.advance(2.5)
+    with pytest.raises(ExecPluginError, match=r"did not finish within 2\.5 s and was killed"):
+        await task
 
 
 # -- legacy auth-providers -----------------------------------------------------

@@ -343,6 +343,68 @@ async def test_cancelling_the_only_caller_kills_the_plugin(tmp_path) -> None:
 
 @posix_only
 @pytest.mark.asyncio
+async def test_cancelling_kills_the_plugins_helpers_too(tmp_path) -> None:
+    gate = Gate(tmp_path)
+    try:
+        plugin = Plugin(tmp_path, gate.plugin_code(with_helper=True))
+        task = asyncio.create_task(ExecAuth(str(plugin.path)).authorize())
+        await gate.started()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await gate.ended()  # the helper held the lifeline: the whole group was killed
+        await drain()
+    finally:
+        gate.close()
+
+
+# -- timeout -------------------------------------------------------------------
+
+
+@posix_only
+@pytest.mark.asyncio
+async def test_a_plugin_that_never_finishes_is_killed_with_its_group_after_the_timeout(
+    tmp_path,
+) -> None:
+    gate = Gate(tmp_path)
+    clock = FakeClock()
+    try:
+        body = (
+            'print("SECRET-partial-output", flush=True)\n'
+            'print("SECRET-on-stderr", file=sys.stderr, flush=True)\n'
+        ) + gate.plugin_code(with_helper=True)
+        plugin = Plugin(tmp_path, body)
+        auth = ExecAuth(str(plugin.path), timeout=5, clock=clock)
+        task = asyncio.create_task(auth.authorize())
+        await gate.started()
+        await clock.advance(4.9)
+        assert not task.done()
+        await clock.advance(0.1)
+        with pytest.raises(ExecPluginError) as caught:
+            await task
+        assert str(caught.value) == (
+            f"exec plugin {str(plugin.path)!r} did not finish within 5 s and was killed"
+        )
+        assert caught.value.__cause__ is None
+        assert caught.value.__suppress_context__
+        # Its helper kept standard output open: only killing the group ends the run.
+        await gate.ended()
+        await drain()
+    finally:
+        gate.close()
+
+
+def test_the_timeout_has_a_sensible_default_and_is_checked() -> None:
+    from kubereflector.client.config import EXEC_TIMEOUT
+
+    assert 10 <= EXEC_TIMEOUT <= 120
+    with pytest.raises(ValueError, match="timeout must be > 0 or None"):
+        ExecAuth("plugin", timeout=0)
+    ExecAuth("plugin", timeout=None)
+
+
+@posix_only
+@pytest.mark.asyncio
 async def test_a_cancelled_caller_does_not_stop_the_others(tmp_path) -> None:
     gate = Gate(tmp_path)
     try:

@@ -26,6 +26,7 @@ import importlib
 import logging
 import os
 import re
+import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from yarl import URL
 
+from .._timeout import within
 from ..backoff import Clock, RealClock
 from . import _kubeconfig
 from ._exec import (
@@ -50,6 +52,7 @@ from ._kubeconfig import Entry, KubeconfigError
 from .paths import validate_namespace
 
 __all__ = [
+    "EXEC_TIMEOUT",
     "Auth",
     "AuthInfo",
     "ClientConfig",
@@ -353,6 +356,11 @@ class TokenFileAuth:
 
 # -- exec credential plugins ---------------------------------------------------
 
+EXEC_TIMEOUT = 60.0
+"""Default limit of one exec plugin run, in seconds: ample for plugins that ask
+an identity provider over the network (kubelogin, gke-gcloud-auth-plugin, aws),
+short enough that a hung plugin is noticed and retried."""
+
 
 class ExecAuth:
     """Credentials from a client-go exec credential plugin (``kubectl``'s
@@ -374,13 +382,19 @@ class ExecAuth:
     share one run of the plugin and its outcome; when every caller waiting for a
     run is cancelled, the plugin is killed.
 
+    ``timeout`` (seconds, default :data:`EXEC_TIMEOUT`; ``None``: no limit,
+    measured on ``clock``) bounds one run: a plugin still running then is
+    killed with its whole process group (it runs in a session of its own, so
+    the helpers it started go too) and :class:`ExecPluginError` says so.
+
     ``interactive_mode`` ``"Never"`` and ``"IfAvailable"`` run the plugin
     without a terminal; ``"Always"`` cannot be satisfied (kubereflector never
     hands a plugin a terminal) and raises :class:`ExecPluginError` here.
 
     Raises :class:`ExecPluginError` (a :class:`ConfigError`) naming the command
     when it cannot be started, exits non-zero (with its exit code and the last
-    line of its standard error, truncated), or prints anything but a usable
+    line of its standard error, truncated, any token it issued before
+    redacted), runs past ``timeout``, or prints anything but a usable
     ExecCredential. Neither its arguments, its environment nor its output appear
     in errors, logs or the repr. Use one ExecAuth from one event loop.
     """
@@ -397,6 +411,7 @@ class ExecAuth:
         "_info",
         "_install_hint",
         "_refresh_before",
+        "_timeout",
         "_waiters",
     )
 
@@ -411,6 +426,7 @@ class ExecAuth:
         cluster: Mapping[str, Any] | None = None,
         install_hint: str | None = None,
         refresh_before: float = 10.0,
+        timeout: float | None = EXEC_TIMEOUT,
         clock: Clock | None = None,
     ) -> None:
         if not command:
@@ -435,7 +451,10 @@ class ExecAuth:
             )
         if refresh_before < 0:
             raise ValueError(f"refresh_before must be >= 0 (got {refresh_before})")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be > 0 or None (got {timeout})")
         self._command = command
+        self._timeout = timeout
         self._args = tuple(args)
         self._env = dict(env or {})
         self._api_version = api_version
@@ -505,6 +524,7 @@ class ExecAuth:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env=env,
+                start_new_session=_POSIX,  # its own process group, killed as one
             )
         except FileNotFoundError:
             hint = f": {self._install_hint.strip()}" if self._install_hint else ""
@@ -516,12 +536,14 @@ class ExecAuth:
                 command, f"cannot be started ({exc.strerror or type(exc).__name__})"
             ) from None
         try:
-            stdout, stderr = await proc.communicate()
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            with contextlib.suppress(asyncio.CancelledError):
-                await proc.wait()
+            stdout, stderr = await within(self._clock, self._timeout, proc.communicate())
+        except TimeoutError:
+            await _kill_process_group(proc)
+            raise ExecPluginError(
+                command, f"did not finish within {self._timeout:g} s and was killed"
+            ) from None
+        except BaseException:  # cancelled: nobody waits for it any more
+            await _kill_process_group(proc)
             raise
         code = proc.returncode
         if code != 0:
@@ -554,6 +576,21 @@ class ExecAuth:
             f"ExecAuth(command={self._command!r}, api_version={self._api_version!r}, "
             f"credential={state})"
         )
+
+
+_POSIX = os.name == "posix"
+
+
+async def _kill_process_group(proc: asyncio.subprocess.Process) -> None:
+    """Kill a plugin and every process of its group; wait for the plugin to end."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if _POSIX:
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:  # pragma: no cover - no process groups
+                proc.kill()
+    with contextlib.suppress(asyncio.CancelledError):
+        await proc.wait()
 
 
 def _kinds(info: AuthInfo) -> str:
@@ -736,7 +773,12 @@ def _auth_provider(user: Entry, server: str, clock: Clock) -> Auth:
 
 
 def _auth_for_user(
-    user: Entry, *, server: str, cluster: Callable[[], dict[str, Any]], clock: Clock
+    user: Entry,
+    *,
+    server: str,
+    cluster: Callable[[], dict[str, Any]],
+    clock: Clock,
+    exec_timeout: float | None,
 ) -> Auth:
     """The Auth for a kubeconfig user, combining its parts as kubectl does:
     a token, token file, username/password or client certificate in the user
@@ -781,6 +823,7 @@ def _auth_for_user(
                 interactive_mode=settings.interactive_mode,
                 cluster=cluster() if settings.provide_cluster_info else None,
                 install_hint=settings.install_hint,
+                timeout=exec_timeout,
                 clock=clock,
             )
         if has_provider:
@@ -835,6 +878,7 @@ def load_config(
     context: str | None = None,
     *,
     clock: Clock | None = None,
+    exec_timeout: float | None = EXEC_TIMEOUT,
 ) -> ClientConfig:
     """Load the configuration for one API server, as kubectl finds it.
 
@@ -854,7 +898,8 @@ def load_config(
     Synchronous and free of side effects beyond reading files, so it may be
     called from any thread, before an event loop exists. Exec plugins and
     auth-providers do not run here but in ``config.auth.authorize()``. ``clock``
-    is what token-file re-reads and credential expiry are measured on.
+    is what token-file re-reads, credential expiry and ``exec_timeout`` (the
+    limit of one exec plugin run, see :class:`ExecAuth`) are measured on.
 
     Raises :class:`ConfigError` (its message names files, contexts, users and
     fields, never a credential) when nothing is found (saying where it looked),
@@ -886,13 +931,13 @@ def load_config(
                     )
         if merged.is_empty():
             raise ConfigError(f"kubeconfig {merged.where()} defines no contexts")
-        return _from_kubeconfig(merged, context, clock)
+        return _from_kubeconfig(merged, context, clock, exec_timeout)
     except KubeconfigError as exc:
         raise ConfigError(str(exc)) from None
 
 
 def _from_kubeconfig(
-    merged: _kubeconfig.Kubeconfig, context: str | None, clock: Clock
+    merged: _kubeconfig.Kubeconfig, context: str | None, clock: Clock, exec_timeout: float | None
 ) -> ClientConfig:
     known = ", ".join(repr(name) for name in sorted(merged.contexts)) or "none"
     name = context or merged.current_context
@@ -960,7 +1005,9 @@ def _from_kubeconfig(
     auth: Auth = (
         StaticAuth()
         if user is None
-        else _auth_for_user(user, server=server, cluster=exec_cluster, clock=clock)
+        else _auth_for_user(
+            user, server=server, cluster=exec_cluster, clock=clock, exec_timeout=exec_timeout
+        )
     )
     _log.debug(
         "using context %r (cluster %r, user %r) from %s",
