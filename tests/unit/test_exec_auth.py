@@ -247,6 +247,7 @@ async def test_command_not_executable(tmp_path) -> None:
     ("body", "message"),
     [
         ("print('hello, I am not JSON')", "printed output that is not JSON"),
+        ("print('[' * 100000 + ']' * 100000)", "printed output that is not JSON"),
         ("pass", "printed nothing on standard output"),
         ("print('[1, 2]')", "is not an ExecCredential object"),
         (

@@ -34,6 +34,7 @@ from kubereflector import (
 )
 from kubereflector.client import AuthInfo, Client, ClientConfig, ConfigError, StaticAuth
 from kubereflector.client.rest import _parse_retry_after
+from kubereflector.errors import failure_status
 
 pytestmark = pytest.mark.asyncio
 
@@ -265,6 +266,49 @@ async def test_undecodable_list_is_a_decode_error(
     server.route("GET", "/api/v1/pods", handler)
     with pytest.raises(DecodeError, match="could not decode the list response"):
         await client.list("/api/v1/pods", ListOptions())
+
+
+@pytest.mark.parametrize(
+    ("body", "error", "message"),
+    [
+        # A Failure Status answered with 200: its own error, never an empty list.
+        (failure_status(410, "Expired", "too old"), ExpiredError, "410 Expired: too old"),
+        (failure_status(500, "InternalError", "etcd down"), ApiError, "500 InternalError"),
+        ({"kind": "Status", "status": "Failure", "message": "no code"}, ApiError, "500: no code"),
+        ({"kind": "Status", "status": "Success", "code": 200}, ApiError, "500"),
+        # Anything else that is not a list.
+        ({"kind": "Pod", "metadata": {"name": "p"}}, DecodeError, "is a 'Pod', not a list"),
+        ({"kind": "PodList", "metadata": {}}, DecodeError, "has no items array"),
+        ({"metadata": {"resourceVersion": "5"}}, DecodeError, "has no items array"),
+        ({"items": None}, DecodeError, "has no items array"),
+        ({"kind": "PodList", "items": [{"metadata": {}}, "x"]}, DecodeError, "item 1 .* is str"),
+        ([{"metadata": {"name": "p"}}], DecodeError, "could not decode the list response"),
+    ],
+)
+async def test_a_2xx_list_answer_that_is_not_a_list_raises(
+    server: FakeServer, client: Client, body: Any, error: type[ApiError], message: str
+) -> None:
+    server.json("GET", "/api/v1/pods", body)
+    with pytest.raises(error, match=message) as info:
+        await client.list("/api/v1/pods", ListOptions())
+    assert type(info.value) is error
+    assert info.value.url == f"{server.url}/api/v1/pods"
+
+
+async def test_a_deeply_nested_list_body_is_a_decode_error(
+    server: FakeServer, client: Client
+) -> None:
+    nested = b'{"kind": "PodList", "items": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}"
+
+    async def handler(_request: web.Request) -> web.StreamResponse:
+        return web.Response(body=nested, content_type="application/json")
+
+    server.route("GET", "/api/v1/pods", handler)
+    server.route("GET", "/api/v1/nodes", handler)
+    with pytest.raises(DecodeError, match=r"could not decode the list response .*recursion"):
+        await client.list("/api/v1/pods", ListOptions())
+    with pytest.raises(DecodeError, match=r"could not decode the response .*recursion"):
+        await client.get("/api/v1/nodes")
 
 
 async def test_a_list_body_cut_short_is_a_decode_error(server: FakeServer, client: Client) -> None:

@@ -124,7 +124,7 @@ def parse_credential(stdout: bytes, api_version: str) -> Credential:
     # Errors are raised outside ``except`` blocks throughout, so that no exception
     # holding the plugin's output is chained to them as ``__context__``.
     doc: Any = _NOT_JSON
-    with contextlib.suppress(msgspec.DecodeError):
+    with contextlib.suppress(msgspec.DecodeError, RecursionError):  # deep nesting: RecursionError
         doc = msgspec.json.decode(stdout)
     if doc is _NOT_JSON:
         raise InvalidCredential("printed output that is not JSON")

@@ -84,11 +84,13 @@ class _ListBody(msgspec.Struct):
     apiVersion: str = ""
     kind: str = ""
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-    items: list[Any] | None = None
+    items: list[Any] | msgspec.UnsetType | None = msgspec.UNSET
 
 
 _LIST_DECODER: Final = msgspec.json.Decoder(_ListBody)
 _ANY_DECODER: Final = msgspec.json.Decoder()
+_DECODE_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+"""What decoding raises for bad JSON: msgspec's errors, and RecursionError for deep nesting."""
 _encode: Final = msgspec.json.encode
 
 
@@ -280,7 +282,7 @@ class Client:
             return None
         try:
             return _ANY_DECODER.decode(data)
-        except msgspec.DecodeError as err:
+        except _DECODE_ERRORS as err:
             raise DecodeError(
                 f"could not decode the response ({len(data)} bytes): {err}", url=_safe(url)
             ) from err
@@ -328,6 +330,15 @@ class Client:
         Items that lack ``kind``/``apiVersion`` (the API server leaves them out
         in typed lists) get the list's, so listed and watched objects look
         alike. ``metadata_only`` asks for ``PartialObjectMetadataList``.
+
+        Only a real list is returned: a JSON object with ``items``, an array
+        of objects (``null`` counts as empty when the kind ends in ``List``, as
+        Go servers encode an empty slice), and a ``kind`` ending in ``List``
+        when it has one. A ``Status`` in a 2xx answer raises its
+        :func:`~kubereflector.errors.error_from_status` class (a Failure
+        without an error code as a 500); anything else raises
+        :class:`~kubereflector.errors.DecodeError` naming the URL. So a server
+        that answers 200 with a Failure never empties a cache.
         """
         url = self.url(path, list_params(options))
         data = await self._send(
@@ -335,18 +346,29 @@ class Client:
         )
         try:
             body = _LIST_DECODER.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as err:
-            raise DecodeError(
-                f"could not decode the list response ({len(data)} bytes): {err}", url=_safe(url)
+        except _DECODE_ERRORS as err:
+            raise _not_a_list(
+                data, url, f"could not decode the list response ({len(data)} bytes): {err}"
             ) from err
-        items = body.items if body.items is not None else []
-        if items and body.kind.endswith("List"):
-            item_kind = body.kind[:-4]
-            api_version = body.apiVersion
-            for item in items:
-                if type(item) is dict and "kind" not in item:
-                    item["kind"] = item_kind
-                    item.setdefault("apiVersion", api_version)
+        kind = body.kind
+        items = body.items
+        if kind and not kind.endswith("List"):
+            raise _not_a_list(data, url, f"the list response is a {kind[:64]!r}, not a list")
+        if items is None and kind:
+            items = []
+        elif type(items) is not list:
+            raise _not_a_list(data, url, "the list response has no items array")
+        item_kind = kind[:-4]
+        api_version = body.apiVersion
+        for index, item in enumerate(items):
+            if type(item) is not dict:
+                raise DecodeError(
+                    f"item {index} of the list response is {type(item).__name__}, not an object",
+                    url=_safe(url),
+                )
+            if item_kind and "kind" not in item:
+                item["kind"] = item_kind
+                item.setdefault("apiVersion", api_version)
         meta = body.metadata
         return ListResult(items, meta.resourceVersion, meta.continue_, meta.remainingItemCount)
 
@@ -548,7 +570,7 @@ def _error_from_body(resp: aiohttp.ClientResponse, body: bytes, url: URL) -> Api
     if body:
         try:
             status = _ANY_DECODER.decode(body)
-        except msgspec.DecodeError:
+        except _DECODE_ERRORS:
             status = None
     if not (
         isinstance(status, dict)
@@ -563,6 +585,26 @@ def _error_from_body(resp: aiohttp.ClientResponse, body: bytes, url: URL) -> Api
     return error_from_status(
         status, http_status=resp.status, url=_safe(url), retry_after=retry_after
     )
+
+
+def _not_a_list(data: bytes, url: URL, problem: str) -> ApiError:
+    """The error for a 2xx list answer that is not a list: a Status' own error,
+    else a DecodeError saying ``problem``."""
+    status: Any = None
+    with contextlib.suppress(*_DECODE_ERRORS):
+        status = _ANY_DECODER.decode(data)
+    if isinstance(status, dict) and status.get("kind") == "Status":
+        return _status_error(status, _safe(url))
+    return DecodeError(problem, url=_safe(url))
+
+
+def _status_error(status: Mapping[str, Any], url: str) -> ApiError:
+    """The error a ``Status`` outside an error answer (a 2xx body, a watch ERROR
+    event) stands for; one without an error code counts as a 500."""
+    code = status.get("code")
+    if not (isinstance(code, int) and code >= 400):
+        status = {**status, "code": 500}
+    return error_from_status(status, url=url)
 
 
 def _parse_retry_after(value: str | None) -> float | None:
