@@ -245,6 +245,9 @@ class ObservedListWatch:
     def watch(self, options: ListOptions) -> WatchStream:
         return _ObservedWatch(self.inner, options, self.observer)
 
+    def __str__(self) -> str:
+        return str(self.inner)
+
 
 class _ObservedWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent]]):
     __slots__ = ("_inner", "_observer", "_options", "_stream")

@@ -116,6 +116,23 @@ class ResourceListWatch:
         """A watch stream (see :meth:`Client.watch`); resolution happens on entering."""
         return _ResolvingWatch(self, options)
 
+    def __str__(self) -> str:
+        """The resource and the URL its requests go to, for log lines and errors:
+        ``pods at https://host:6443/api/v1/namespaces/default/pods``."""
+        info = self._info
+        if info is None:
+            return f"{self._name} on {self.client.server}"
+        text = f"{info.qualified_name} at {self.client.server}{info.api_path(self.namespace)}"
+        selectors = [
+            f"{name} {value!r}"
+            for name, value in (
+                ("label selector", self.label_selector),
+                ("field selector", self.field_selector),
+            )
+            if value
+        ]
+        return text + (f" ({', '.join(selectors)})" if selectors else "")
+
     def __repr__(self) -> str:
         parts = [self._name]
         if self.namespace:
