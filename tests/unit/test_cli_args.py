@@ -14,7 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 import yaml
-from config_fixtures import V1, Gate, Plugin
+from config_fixtures import V1, Gate, Plugin, drain
 
 from kubereflector import cli
 from kubereflector.client import ConfigError
@@ -410,5 +410,6 @@ async def test_get_timeout_covers_a_credential_plugin_that_never_exits(tmp_path:
         assert await run == cli.EXIT_ERROR
         assert "timed out after 3s" in err.getvalue()
         await gate.ended()  # the plugin and its helper were killed
+        await drain()  # and the plugin's run has finished
     finally:
         gate.close()
