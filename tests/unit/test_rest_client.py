@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import re
 import ssl
 import sys
@@ -309,6 +310,57 @@ async def test_a_deeply_nested_list_body_is_a_decode_error(
         await client.list("/api/v1/pods", ListOptions())
     with pytest.raises(DecodeError, match=r"could not decode the response .*recursion"):
         await client.get("/api/v1/nodes")
+
+
+@pytest.mark.parametrize("content_length", [True, False])
+async def test_a_body_over_max_body_bytes_is_a_decode_error(
+    server: FakeServer, content_length: bool
+) -> None:
+    page = {"kind": "PodList", "items": [{"metadata": {"name": f"p{i}"}} for i in range(400)]}
+    body = json.dumps(page).encode()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if content_length:
+            return web.Response(body=body, content_type="application/json")
+        return await stream_lines(request, *(body[i : i + 1000] for i in range(0, len(body), 1000)))
+
+    server.route("GET", "/api/v1/pods", handler)
+    async with Client(ClientConfig(server=server.url), max_body_bytes=len(body)) as client:
+        assert len((await client.list("/api/v1/pods", ListOptions())).items) == 400
+    async with Client(ClientConfig(server=server.url), max_body_bytes=len(body) - 1) as client:
+        with pytest.raises(DecodeError) as info:
+            await client.list("/api/v1/pods", ListOptions())
+        assert str(info.value) == (
+            f"0 DecodeError: response body longer than the limit of {len(body) - 1} bytes "
+            f"(max_body_bytes): treating the response as broken ({server.url}/api/v1/pods)"
+        )
+        # The connection was dropped, not reused half-read: the next request works.
+        server.json("GET", "/api", {"kind": "APIVersions"})
+        assert await client.get("/api") == {"kind": "APIVersions"}
+
+
+async def test_a_watch_event_over_max_event_bytes_breaks_the_stream(server: FakeServer) -> None:
+    line = json.dumps({"type": "ADDED", "object": {"data": "x" * 10_000}}).encode() + b"\n"
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await stream_lines(request, b'{"type": "BOOKMARK", "object": {}}\n', line)
+
+    server.route("GET", "/api/v1/pods", handler)
+    async with (
+        Client(ClientConfig(server=server.url), max_event_bytes=8192) as client,
+        client.watch("/api/v1/pods", ListOptions()) as events,
+    ):
+        assert (await anext(events)).type == "BOOKMARK"
+        with pytest.raises(DecodeError, match="longer than the limit of 8192 bytes"):
+            await anext(events)
+
+
+async def test_size_limits_are_checked() -> None:
+    config = ClientConfig(server="https://kube.example")
+    with pytest.raises(ValueError, match="max_event_bytes must be at least 4096"):
+        Client(config, max_event_bytes=100)
+    with pytest.raises(ValueError, match="max_body_bytes positive"):
+        Client(config, max_body_bytes=0)
 
 
 async def test_a_list_body_cut_short_is_a_decode_error(server: FakeServer, client: Client) -> None:

@@ -33,7 +33,8 @@ from yarl import URL
 from .. import __version__
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
-from ._lines import decode_watch_stream
+from ._lines import BATCH_BYTES, MAX_LINE_BYTES, decode_watch_stream
+from ._status import is_status, status_error
 from .config import ClientConfig, ConfigError
 from .paths import validate_api_path
 
@@ -44,6 +45,7 @@ __all__ = [
     "ACCEPT_JSON",
     "ACCEPT_METADATA",
     "ACCEPT_METADATA_LIST",
+    "MAX_BODY_BYTES",
     "USER_AGENT",
     "Client",
     "QueryParams",
@@ -72,6 +74,8 @@ QueryParams = Mapping[str, "str | int | bool"]
 """Query parameters: booleans are sent as ``true``/``false``."""
 
 _ERROR_MESSAGE_CHARS: Final = 200
+MAX_BODY_BYTES: Final = 1024 * 1024 * 1024
+"""The default limit of a response body other than a watch stream (see Client)."""
 
 
 class _ListMeta(msgspec.Struct):
@@ -171,6 +175,15 @@ class Client:
     watchdog catches silent ones. ``max_connections`` caps the pool (``0``: no
     cap; every open watch holds a connection, so a cap below the number of
     watches would stall requests).
+
+    **Size limits**, so that memory stays bounded whatever a server sends:
+    ``max_event_bytes`` bounds one watch event (a line of the stream; default
+    64 MiB, far above etcd's 1.5 MiB object limit; at least 4 KiB) and
+    ``max_body_bytes`` any other response body (default 1 GiB: a list served
+    whole from the watch cache holds every object of the resource, and a
+    150,000-pod cluster's is most of that). Past a limit the response counts
+    as broken: :class:`~kubereflector.errors.DecodeError` naming the URL and
+    the limit (a watch delivers every event before it first).
     """
 
     def __init__(
@@ -180,7 +193,16 @@ class Client:
         timeout: float | None = 60.0,
         connect_timeout: float | None = 10.0,
         max_connections: int = 0,
+        max_event_bytes: int = MAX_LINE_BYTES,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
+        if max_event_bytes < BATCH_BYTES or max_body_bytes <= 0:
+            raise ValueError(
+                f"max_event_bytes must be at least {BATCH_BYTES} and max_body_bytes positive "
+                f"(got {max_event_bytes} and {max_body_bytes})"
+            )
+        self._max_event_bytes = max_event_bytes
+        self._max_body_bytes = max_body_bytes
         self.config = config
         base = URL(config.server)  # validated by ClientConfig: http(s), a host, no credentials
         self._prefix = str(base).rstrip("/")
@@ -347,13 +369,13 @@ class Client:
         try:
             body = _LIST_DECODER.decode(data)
         except _DECODE_ERRORS as err:
-            raise _not_a_list(
-                data, url, f"could not decode the list response ({len(data)} bytes): {err}"
-            ) from err
+            problem = f"could not decode the list response ({len(data)} bytes): {err}"
+            raise _not_a_list(data, url, problem) from err
         kind = body.kind
         items = body.items
         if kind and not kind.endswith("List"):
-            raise _not_a_list(data, url, f"the list response is a {kind[:64]!r}, not a list")
+            problem = f"the list response is a {kind[:64]!r}, not a list"
+            raise _not_a_list(data, url, problem)
         if items is None and kind:
             items = []
         elif type(items) is not list:
@@ -394,16 +416,35 @@ class Client:
         """Send an ordinary request; return the body of a 2xx answer, raise otherwise."""
         transport, resp = await self._open(method, url, accept, body, content_type, stream=False)
         try:
-            try:
-                data = await resp.read()
-            except aiohttp.ClientPayloadError as err:
-                raise DecodeError(f"truncated response body: {err}", url=_safe(url)) from err
+            data = await self._read_body(resp, url)
             if not 200 <= resp.status < 300:
                 raise _error_from_body(resp, data, url)
             return data
         finally:
             resp.release()
             await self._release(transport)
+
+    async def _read_body(self, resp: aiohttp.ClientResponse, url: URL) -> bytes:
+        """The whole body, unless it is longer than ``max_body_bytes`` (DecodeError)."""
+        limit = self._max_body_bytes
+        too_long = DecodeError(
+            f"response body longer than the limit of {limit} bytes (max_body_bytes): "
+            "treating the response as broken",
+            url=_safe(url),
+        )
+        if (resp.content_length or 0) > limit:
+            raise too_long
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while chunk := await resp.content.readany():
+                size += len(chunk)
+                if size > limit:
+                    raise too_long
+                chunks.append(chunk)
+        except aiohttp.ClientPayloadError as err:
+            raise DecodeError(f"truncated response body: {err}", url=_safe(url)) from err
+        return b"".join(chunks)
 
     async def _open(
         self,
@@ -518,7 +559,7 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
         safe_url = _safe(url)
         try:
             if resp.status != 200:
-                raise _error_from_body(resp, await resp.read(), url)
+                raise _error_from_body(resp, await self._client._read_body(resp, url), url)
         except BaseException:
             await self._finish()
             raise
@@ -530,7 +571,11 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
             except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as err:
                 raise TruncatedStreamError(f"truncated watch stream: {err}", url=safe_url) from err
 
-        self._events = decode_watch_stream(read, safe_url)
+        self._events = decode_watch_stream(
+            read,
+            safe_url,
+            max_line=self._client._max_event_bytes,
+        )
         return self._events
 
     async def __aexit__(
@@ -572,10 +617,7 @@ def _error_from_body(resp: aiohttp.ClientResponse, body: bytes, url: URL) -> Api
             status = _ANY_DECODER.decode(body)
         except _DECODE_ERRORS:
             status = None
-    if not (
-        isinstance(status, dict)
-        and (status.get("kind") == "Status" or "code" in status or "reason" in status)
-    ):
+    if not is_status(status):
         text = body[: _ERROR_MESSAGE_CHARS * 4].decode("utf-8", "replace")
         status = {
             "code": resp.status,
@@ -594,17 +636,8 @@ def _not_a_list(data: bytes, url: URL, problem: str) -> ApiError:
     with contextlib.suppress(*_DECODE_ERRORS):
         status = _ANY_DECODER.decode(data)
     if isinstance(status, dict) and status.get("kind") == "Status":
-        return _status_error(status, _safe(url))
+        return status_error(status, _safe(url))
     return DecodeError(problem, url=_safe(url))
-
-
-def _status_error(status: Mapping[str, Any], url: str) -> ApiError:
-    """The error a ``Status`` outside an error answer (a 2xx body, a watch ERROR
-    event) stands for; one without an error code counts as a 500."""
-    code = status.get("code")
-    if not (isinstance(code, int) and code >= 400):
-        status = {**status, "code": 500}
-    return error_from_status(status, url=url)
 
 
 def _parse_retry_after(value: str | None) -> float | None:
