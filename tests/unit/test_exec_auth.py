@@ -320,6 +320,25 @@ def test_repr_names_the_command_only() -> None:
     )
 
 
+@posix_only
+@pytest.mark.asyncio
+async def test_a_token_the_plugin_issued_is_redacted_from_a_later_failure(tmp_path) -> None:
+    token = "SECRET-issued-token-5150"
+    body = (
+        "if RUN == 1:\n"
+        f"    emit({{'token': {token!r}}})\n"
+        "else:\n"
+        f"    print('token {token} expired', file=sys.stderr)\n"
+        "    sys.exit(1)\n"
+    )
+    auth = ExecAuth(str(Plugin(tmp_path, body).path))
+    await auth.authorize()
+    auth.invalidate()
+    with pytest.raises(ExecPluginError, match="exit code 1: token <redacted> expired") as caught:
+        await auth.authorize()
+    assert token not in str(caught.value)
+
+
 # -- cancellation --------------------------------------------------------------
 
 

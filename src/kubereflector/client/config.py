@@ -49,6 +49,7 @@ from ._exec import (
     stderr_tail,
 )
 from ._kubeconfig import Entry, KubeconfigError
+from ._redact import Redactor
 from .paths import validate_namespace
 
 __all__ = [
@@ -410,6 +411,7 @@ class ExecAuth:
         "_inflight",
         "_info",
         "_install_hint",
+        "_issued",
         "_refresh_before",
         "_timeout",
         "_waiters",
@@ -463,6 +465,7 @@ class ExecAuth:
         self._refresh_before = refresh_before
         self._clock: Clock = clock if clock is not None else RealClock()
         self._info: AuthInfo | None = None
+        self._issued = Redactor()  # the credentials it issued, hidden in its error messages
         self._deadline: float | None = None
         self._inflight: asyncio.Task[AuthInfo] | None = None
         self._waiters = 0
@@ -547,7 +550,7 @@ class ExecAuth:
             raise
         code = proc.returncode
         if code != 0:
-            tail = stderr_tail(stderr)
+            tail = stderr_tail(stderr, redact=self._issued.text)
             if code is not None and code < 0:
                 problem = f"was killed by signal {-code}"
             else:
@@ -567,6 +570,7 @@ class ExecAuth:
             self._deadline = self._clock.now() + remaining - self._refresh_before
             lifetime = f"expires in {remaining:.0f}s"
         self._info = info
+        self._issued.learn(info)
         _log.debug("exec plugin %r gave %s (%s)", command, _kinds(info), lifetime)
         return info
 

@@ -34,6 +34,7 @@ from .. import __version__
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ._lines import BATCH_BYTES, MAX_LINE_BYTES, decode_watch_stream
+from ._redact import Redactor
 from ._status import is_status, status_error
 from .config import ClientConfig, ConfigError
 from .paths import validate_api_path
@@ -74,6 +75,7 @@ QueryParams = Mapping[str, "str | int | bool"]
 """Query parameters: booleans are sent as ``true``/``false``."""
 
 _ERROR_MESSAGE_CHARS: Final = 200
+_ERROR_SCAN_BYTES: Final = 64 * 1024
 MAX_BODY_BYTES: Final = 1024 * 1024 * 1024
 """The default limit of a response body other than a watch stream (see Client)."""
 
@@ -162,9 +164,15 @@ class Client:
     * **Errors.** A non-2xx answer raises :func:`~kubereflector.errors.error_from_status`'s
       class for its ``Status`` body (``ApiError`` with the HTTP reason and the
       start of the body if it has none), naming the URL; a 2xx answer that does
-      not decode raises :class:`~kubereflector.errors.DecodeError`. Network
-      failures raise aiohttp's exceptions (``aiohttp.ClientError``,
+      not decode, or an answer that is not valid HTTP, raises
+      :class:`~kubereflector.errors.DecodeError`. Network failures raise
+      aiohttp's connection errors (``aiohttp.ClientConnectionError``,
       ``asyncio.TimeoutError``) unchanged.
+    * **Secrets.** The credentials of every request (token, basic-auth
+      password, a plugin's token, the client key) are replaced by
+      ``<redacted>`` in everything a server sent that goes into an error: a
+      Status, an error page, an HTTP reason, a watch ERROR event, an
+      aiohttp message quoting the answer.
     * **Ownership.** Decoded bodies, list items and watch objects are fresh
       ``dict``/``list`` trees that belong to the caller.
 
@@ -203,6 +211,7 @@ class Client:
             )
         self._max_event_bytes = max_event_bytes
         self._max_body_bytes = max_body_bytes
+        self._redactor = Redactor()
         self.config = config
         base = URL(config.server)  # validated by ClientConfig: http(s), a host, no credentials
         self._prefix = str(base).rstrip("/")
@@ -366,20 +375,21 @@ class Client:
         data = await self._send(
             "GET", url, ACCEPT_METADATA_LIST if metadata_only else ACCEPT_JSON, None, ""
         )
+        redactor = self._redactor
         try:
             body = _LIST_DECODER.decode(data)
         except _DECODE_ERRORS as err:
             problem = f"could not decode the list response ({len(data)} bytes): {err}"
-            raise _not_a_list(data, url, problem) from err
+            raise _not_a_list(data, url, problem, redactor) from err
         kind = body.kind
         items = body.items
         if kind and not kind.endswith("List"):
-            problem = f"the list response is a {kind[:64]!r}, not a list"
-            raise _not_a_list(data, url, problem)
+            problem = f"the list response is a {redactor.text(kind)[:64]!r}, not a list"
+            raise _not_a_list(data, url, problem, redactor)
         if items is None and kind:
             items = []
         elif type(items) is not list:
-            raise _not_a_list(data, url, "the list response has no items array")
+            raise _not_a_list(data, url, "the list response has no items array", redactor)
         item_kind = kind[:-4]
         api_version = body.apiVersion
         for index, item in enumerate(items):
@@ -418,7 +428,7 @@ class Client:
         try:
             data = await self._read_body(resp, url)
             if not 200 <= resp.status < 300:
-                raise _error_from_body(resp, data, url)
+                raise _error_from_body(resp, data, url, self._redactor)
             return data
         finally:
             resp.release()
@@ -442,9 +452,12 @@ class Client:
                 if size > limit:
                     raise too_long
                 chunks.append(chunk)
-        except aiohttp.ClientPayloadError as err:
-            raise DecodeError(f"truncated response body: {err}", url=_safe(url)) from err
-        return b"".join(chunks)
+        except aiohttp.ClientPayloadError as err:  # its message may quote the server
+            message = f"truncated response body: {self._redactor.text(str(err))}"
+        else:
+            return b"".join(chunks)
+        # Raised outside the except block: nothing that saw the answer is chained to it.
+        raise DecodeError(message, url=_safe(url))
 
     async def _open(
         self,
@@ -463,8 +476,10 @@ class Client:
             headers["Content-Type"] = content_type
         for attempt in (0, 1):
             info = await auth.authorize()
+            self._redactor.learn(info)
             transport = await self._transport(info.client_cert)
             transport.active += 1
+            invalid: str | None = None
             try:
                 resp = await transport.session.request(
                     method,
@@ -476,9 +491,17 @@ class Client:
                     allow_redirects=False,
                     timeout=self._stream_timeout if stream else self._timeout,
                 )
+            except aiohttp.ClientResponseError as err:
+                # Not valid HTTP (a bad status line or header). aiohttp quotes the
+                # server's bytes in the message and our request headers in its repr:
+                # raised below, outside this block, so that nothing chains it.
+                invalid = " ".join(self._redactor.text(err.message).split())
             except BaseException:
                 await self._release(transport)
                 raise
+            if invalid is not None:
+                await self._release(transport)
+                raise DecodeError(f"the answer is not valid HTTP: {invalid}", url=_safe(url))
             if resp.status == 401 and attempt == 0:
                 logger.debug("401 from %s: refreshing credentials and retrying once", _safe(url))
                 try:
@@ -559,22 +582,29 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
         safe_url = _safe(url)
         try:
             if resp.status != 200:
-                raise _error_from_body(resp, await self._client._read_body(resp, url), url)
+                body = await self._client._read_body(resp, url)
+                raise _error_from_body(resp, body, url, self._client._redactor)
         except BaseException:
             await self._finish()
             raise
         content = resp.content
 
+        redact = self._client._redactor.text
+
         async def read() -> bytes:
             try:
                 return await content.readany()
-            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as err:
+            except aiohttp.ClientConnectionError as err:
                 raise TruncatedStreamError(f"truncated watch stream: {err}", url=safe_url) from err
+            except aiohttp.ClientPayloadError as err:  # its message may quote the server
+                message = f"truncated watch stream: {redact(str(err))}"
+            raise TruncatedStreamError(message, url=safe_url)  # outside: nothing chained
 
         self._events = decode_watch_stream(
             read,
             safe_url,
             max_line=self._client._max_event_bytes,
+            redact=self._client._redactor.value,
         )
         return self._events
 
@@ -608,8 +638,11 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
 # -- errors ---------------------------------------------------------------------
 
 
-def _error_from_body(resp: aiohttp.ClientResponse, body: bytes, url: URL) -> ApiError:
-    """The error for a non-2xx answer: its Status, else its HTTP status and text."""
+def _error_from_body(
+    resp: aiohttp.ClientResponse, body: bytes, url: URL, redactor: Redactor
+) -> ApiError:
+    """The error for a non-2xx answer: its Status, else its HTTP status and the start
+    of its text; the client's credentials redacted from all of it."""
     retry_after = _parse_retry_after(resp.headers.get("Retry-After"))
     status: Any = None
     if body:
@@ -618,25 +651,26 @@ def _error_from_body(resp: aiohttp.ClientResponse, body: bytes, url: URL) -> Api
         except _DECODE_ERRORS:
             status = None
     if not is_status(status):
-        text = body[: _ERROR_MESSAGE_CHARS * 4].decode("utf-8", "replace")
+        # Redacted before it is cut short, so that no part of a credential survives.
+        text = redactor.text(body[:_ERROR_SCAN_BYTES].decode("utf-8", "replace"))
         status = {
             "code": resp.status,
             "reason": resp.reason or "",
-            "message": " ".join(text[:_ERROR_MESSAGE_CHARS].split()),
+            "message": " ".join(text.split())[:_ERROR_MESSAGE_CHARS],
         }
     return error_from_status(
-        status, http_status=resp.status, url=_safe(url), retry_after=retry_after
+        redactor.value(status), http_status=resp.status, url=_safe(url), retry_after=retry_after
     )
 
 
-def _not_a_list(data: bytes, url: URL, problem: str) -> ApiError:
+def _not_a_list(data: bytes, url: URL, problem: str, redactor: Redactor) -> ApiError:
     """The error for a 2xx list answer that is not a list: a Status' own error,
     else a DecodeError saying ``problem``."""
     status: Any = None
     with contextlib.suppress(*_DECODE_ERRORS):
         status = _ANY_DECODER.decode(data)
     if isinstance(status, dict) and status.get("kind") == "Status":
-        return status_error(status, _safe(url))
+        return status_error(redactor.value(status), _safe(url))
     return DecodeError(problem, url=_safe(url))
 
 
