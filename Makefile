@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench demo clean
+.PHONY: test lint typecheck pytest bench demo clean fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,12 @@ bench: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/kubereflector demo
+
+# A longer fuzz campaign than the one `make test` runs (200 examples per test):
+# `make fuzz FUZZ_EXAMPLES=100000`. Hypothesis keeps what it found in .hypothesis/.
+FUZZ_EXAMPLES ?= 20000
+fuzz: $(STAMP)
+	KUBEREFLECTOR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/fuzz -o timeout=0
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

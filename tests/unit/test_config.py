@@ -357,6 +357,12 @@ def test_context_with_missing_cluster_or_user(tmp_path: Path) -> None:
         (single(user={"token": 12345}), "user 'ctx-user' in .*: token must be a string, not int"),
         (single(user={"username": "u", "password": 1.5}), "password must be a string, not float"),
         (single(context={"namespace": "Bad NS!"}), "context 'ctx' in .*invalid namespace 'Bad NS"),
+        # Found by tests/fuzz: a NUL in a path raised ValueError from the file system.
+        (single(user={"tokenFile": "a\x00b"}), "cannot be read .the path holds a NUL character"),
+        (
+            single(cluster={"certificate-authority": "a\x00b"}),
+            "cannot read certificate-authority file .*the path holds a NUL character",
+        ),
         (
             single(
                 cluster={"insecure-skip-tls-verify": True, "certificate-authority-data": b64("x")}

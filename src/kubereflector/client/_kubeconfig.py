@@ -149,6 +149,8 @@ def read_file(path: Path) -> tuple[bytes | None, str]:
         return path.read_bytes(), ""
     except OSError as exc:
         return None, exc.strerror or type(exc).__name__
+    except ValueError:  # a NUL in the path, which no file name can hold
+        return None, "the path holds a NUL character"
 
 
 def _load_yaml(path: Path) -> Mapping[str, Any]:
