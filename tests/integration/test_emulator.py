@@ -244,9 +244,12 @@ async def test_create_errors_are_kube_statuses(env: tuple[ApiServerEmulator, Api
     assert status == 405
     status, _, _ = await api.call("GET", "/api/v1/widgets")
     assert status == 404
-    status, body, _ = await api.call("POST", PODS, pod("z"), params={"dryRun": "All"})
-    assert status == 400
-    assert "dryRun" in body["message"]
+    status, body, _ = await api.call("POST", PODS, pod("z"), params={"dryRun": "Some"})
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: "Some": '
+        'supported values: "All"'
+    )
 
 
 async def test_update_conflicts_generation_and_noop(env: tuple[ApiServerEmulator, Api]) -> None:
@@ -362,13 +365,15 @@ async def test_patches(env: tuple[ApiServerEmulator, Api]) -> None:
         409,
         "Conflict",
     )  # a resourceVersion in a patch is a precondition
-    status, _, _ = await api.call(
+    status, body, _ = await api.call(
         "PATCH", f"{PODS}/a", {}, content_type="application/apply-patch+yaml"
     )
-    assert status == 415
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "fieldManager")
     server.register_resource("example.com", "v1", "widgets", "Widget")
     await api.ok(
-        "POST", "/apis/example.com/v1/namespaces/default/widgets", {"metadata": {"name": "w"}}
+        "POST",
+        "/apis/example.com/v1/namespaces/default/widgets",
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}},
     )
     status, _, _ = await api.call(
         "PATCH",
@@ -386,7 +391,7 @@ async def test_delete(env: tuple[ApiServerEmulator, Api]) -> None:
         "DELETE", f"{PODS}/a", {"preconditions": {"uid": "not-the-uid"}}
     )
     assert (status, body["reason"]) == (409, "Conflict")
-    assert "Precondition failed: UID in precondition" in body["message"]
+    assert "the UID in the precondition (not-the-uid) does not match" in body["message"]
     deleted = await api.ok("DELETE", f"{PODS}/a")  # pods answer with the object
     assert deleted["metadata"]["uid"] == created["metadata"]["uid"]
     assert rv(deleted) == int(server.resource_version) == rv(created) + 1
@@ -1173,7 +1178,12 @@ async def test_discovery_legacy_and_aggregated(env: tuple[ApiServerEmulator, Api
     assert pods["shortNames"] == ["po"]
     assert any(r["name"] == "pods/status" for r in core["resources"])
     groups = await api.ok("GET", "/apis")
-    assert {g["name"] for g in groups["groups"]} == {"apps", "example.com"}
+    assert {g["name"] for g in groups["groups"]} == {
+        "apps",
+        "events.k8s.io",
+        "coordination.k8s.io",
+        "example.com",
+    }
     group = await api.ok("GET", "/apis/example.com")
     assert group["preferredVersion"] == {
         "groupVersion": "example.com/v1alpha1",
@@ -1210,20 +1220,91 @@ async def test_discovery_legacy_and_aggregated(env: tuple[ApiServerEmulator, Api
         server.register_resource("example.com", "v1", "widgets", "Widget")
 
 
+async def test_custom_resources_validate_their_kind_and_reset_status(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    server, api = env
+    server.register_resource("example.com", "v1", "widgets", "Widget", status_subresource=True)
+    path = "/apis/example.com/v1/namespaces/default/widgets"
+    typemeta = {"apiVersion": "example.com/v1", "kind": "Widget"}
+    status, body, _ = await api.call(
+        "POST", path, {**typemeta, "kind": "Gadget", "metadata": {"name": "w"}}
+    )
+    assert (status, body["reason"]) == (422, "Invalid")  # kube: 422 for custom resources
+    assert (
+        body["message"]
+        == 'Gadget.example.com "w" is invalid: kind: Invalid value: "Gadget": must be Widget'
+    )
+    created = await api.ok(
+        "POST", path, {**typemeta, "metadata": {"name": "w"}, "spec": {"a": 1}, "status": {"s": 1}}
+    )
+    assert "status" not in created  # a create cannot write status
+    assert created["metadata"]["generation"] == 1
+    spec = await api.ok(
+        "PATCH", f"{path}/w", {"spec": {"a": 2}}, content_type="application/merge-patch+json"
+    )
+    assert spec["metadata"]["generation"] == 2
+    cm = await api.ok("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "c"}})
+    assert "generation" not in cm["metadata"]  # ConfigMaps have none, as in kube
+
+
+async def test_field_managers_come_from_the_request(env: tuple[ApiServerEmulator, Api]) -> None:
+    server, api = env
+    path = "/api/v1/namespaces/default/configmaps"
+    created = await api.ok(
+        "POST",
+        path,
+        {"metadata": {"name": "c"}, "data": {"k": "v"}},
+        headers={"User-Agent": "tool/1.2"},
+    )
+    (entry,) = created["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"], entry["apiVersion"]) == ("tool", "Update", "v1")
+    assert entry["fieldsV1"] == {"f:data": {".": {}, "f:k": {}}}
+    named = await api.ok(
+        "PATCH",
+        f"{path}/c",
+        {"data": {"k": "w"}},
+        content_type="application/merge-patch+json",
+        params={"fieldManager": "editor"},
+    )
+    assert {e["manager"]: e["fieldsV1"] for e in named["metadata"]["managedFields"]} == {
+        "tool": {"f:data": {}},  # it still set the map, as kube keeps it
+        "editor": {"f:data": {"f:k": {}}},
+    }
+    status, body, _ = await api.call(
+        "POST", path, {"metadata": {"name": "d"}}, params={"fieldManager": "x" * 129}
+    )
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "fieldManager")
+    # The Python data API writes like the storage layer: no field manager of its own.
+    assert (
+        "managedFields" not in server.create("configmaps", {"metadata": {"name": "e"}})["metadata"]
+    )
+    status, body, _ = await api.call("DELETE", f"{path}/c", {"propagationPolicy": "Sideways"})
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "propagationPolicy")
+
+
 async def test_registered_resources_are_served(env: tuple[ApiServerEmulator, Api]) -> None:
     server, api = env
     server.register_resource("example.com", "v1", "widgets", "Widget")
     server.register_resource("example.com", "v1", "gadgets", "Gadget", namespaced=False)
     base = "/apis/example.com/v1"
+    status, body, _ = await api.call(
+        "POST", f"{base}/namespaces/default/widgets", {"metadata": {"name": "w"}}
+    )
+    assert (status, body["reason"]) == (400, "BadRequest")  # custom resources need their kind
+    assert "Object 'Kind' is missing" in body["message"]
+    typemeta = {"apiVersion": "example.com/v1"}
     widget = await api.ok(
         "POST",
         f"{base}/namespaces/default/widgets",
-        {"metadata": {"name": "w"}, "spec": {"size": 1}},
+        {**typemeta, "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}},
     )
     assert widget["kind"] == "Widget"
     assert widget["apiVersion"] == "example.com/v1"
     gadget = await api.ok(
-        "POST", f"{base}/gadgets", {"metadata": {"name": "g", "namespace": "ignored"}}
+        "POST",
+        f"{base}/gadgets",
+        {**typemeta, "kind": "Gadget", "metadata": {"name": "g", "namespace": "ignored"}},
     )
     assert "namespace" not in gadget["metadata"]
     listed = await api.ok("GET", f"{base}/widgets")

@@ -44,6 +44,7 @@ def test_every_python_block_compiles() -> None:
 
 def test_the_readme_has_the_examples() -> None:
     assert set(_python_blocks()) >= {
+        "Writing to the cluster",
         "The cache: Store and Indexer",
         "The queues: DeltaFIFO and RealFIFO",
         "The Reflector",
@@ -82,3 +83,37 @@ async def test_reflector_example_prints_pod_names_every_period(
 async def test_testing_your_own_controller_example() -> None:
     namespace = _run("Testing your own controller")
     await namespace["test_a_missed_delete_reaches_the_handler_as_a_tombstone"]()
+
+
+@pytest.mark.asyncio
+async def test_writing_to_the_cluster_example() -> None:
+    from kubereflector.client import Client, load_config
+    from kubereflector.testing import ApiServerEmulator
+
+    namespace = _run("Writing to the cluster")
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {}, "template": {"spec": {"containers": []}}},
+    }
+    async with ApiServerEmulator() as server, Client(load_config(server.kubeconfig_path)) as client:
+        server.create("namespaces", {"metadata": {"name": "shop"}})
+        server.create("deployments.apps", deployment, namespace="shop")
+        scaled = await namespace["scale"](client, "shop", "web", 3)
+        assert scaled["spec"]["replicas"] == 3
+        assert scaled["metadata"]["generation"] == 2
+        settings = await namespace["ensure_settings"](client, "shop")
+        assert settings["data"] == {"currency": "EUR"}
+        (entry,) = settings["metadata"]["managedFields"]
+        assert (entry["manager"], entry["operation"]) == ("shop-controller", "Apply")
+        await namespace["announce"](client, scaled)
+        (event,) = server.objects("events.events.k8s.io", namespace="shop")
+        assert (event["reason"], event["regarding"]["name"]) == ("Scaled", "web")
+
+
+def test_work_queue_example() -> None:
+    namespace = _run("Controllers: the work queue")
+    queue = namespace["queue"]
+    assert len(queue) == 0
+    queue.done(namespace["key"])

@@ -21,12 +21,17 @@ from fake_http import FakeServer, serve, status, stream_lines
 
 import kubereflector
 from kubereflector import (
+    AlreadyExistsError,
     ApiError,
+    BadRequestError,
+    ConflictError,
     DecodeError,
     ExpiredError,
     ForbiddenError,
+    InvalidError,
     ListOptions,
     ListResult,
+    MethodNotAllowedError,
     NotFoundError,
     TooLargeResourceVersionError,
     TooManyRequestsError,
@@ -137,6 +142,28 @@ async def test_empty_body_is_none_and_non_json_success_is_a_decode_error(
         await client.get("/html")
     assert f"{server.url}/html" in str(info.value)
     assert TOKEN not in str(info.value)
+
+
+async def test_the_object_methods_want_a_json_object(server: FakeServer, client: Client) -> None:
+    """get/create/update/patch/delete are typed to return a JSON object: any other
+    answer (a 204, a JSON array) is a DecodeError naming the URL, not a lie."""
+
+    async def empty(_request: web.Request) -> web.StreamResponse:
+        return web.Response(status=204)
+
+    async def array(_request: web.Request) -> web.StreamResponse:
+        return web.json_response([1, 2])
+
+    server.route("DELETE", "/x", empty)
+    server.route("GET", "/list", array)
+    with pytest.raises(
+        DecodeError, match="expected a JSON object in answer to DELETE, got an empty body"
+    ) as info:
+        await client.delete("/x")
+    assert f"{server.url}/x" in str(info.value)
+    with pytest.raises(DecodeError, match="got a JSON list"):
+        await client.get("/list", params={"limit": 1})
+    assert await client.request("GET", "/list") == [1, 2]
 
 
 async def test_path_must_be_absolute(client: Client) -> None:
@@ -460,9 +487,12 @@ TOO_LARGE = status(
             "Forbidden",
         ),
         (404, status(404, "NotFound", 'pods "p" not found'), {}, NotFoundError, "NotFound"),
-        (409, status(409, "AlreadyExists", "exists"), {}, ApiError, "AlreadyExists"),
+        (409, status(409, "AlreadyExists", "exists"), {}, AlreadyExistsError, "AlreadyExists"),
+        (409, status(409, "Conflict", "stale"), {}, ConflictError, "Conflict"),
         (500, status(500, "InternalError", "etcd"), {}, ApiError, "InternalError"),
-        (422, status(422, "Invalid", "bad"), {}, ApiError, "Invalid"),
+        (422, status(422, "Invalid", "bad"), {}, InvalidError, "Invalid"),
+        (400, status(400, "BadRequest", "no"), {}, BadRequestError, "BadRequest"),
+        (405, "", {}, MethodNotAllowedError, "Method Not Allowed"),
         (502, "<html>Bad gateway</html>", {}, ApiError, "Bad Gateway"),
         (429, "slow down", {"Retry-After": "3"}, TooManyRequestsError, "Too Many Requests"),
         (404, "404 page not found", {}, NotFoundError, "Not Found"),

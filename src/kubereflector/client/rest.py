@@ -3,7 +3,9 @@
 :class:`Client` wraps one aiohttp session (connection pooling, TLS verified by
 default) and offers a small generic REST surface (``request``, ``get``,
 ``create``, ``update``, ``patch``, ``delete``), a paged ``list`` and a
-streaming ``watch``, the two halves of the ListerWatcher contract. Failures
+streaming ``watch``, the two halves of the ListerWatcher contract;
+``client.resource("deploy", namespace="shop")`` gives the per-resource
+:class:`~kubereflector.client.ResourceClient` built on them. Failures
 raise the classes of :mod:`kubereflector.errors`, each naming the request's URL
 (never credentials, headers or object contents).
 """
@@ -24,7 +26,7 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import aiohttp
 import msgspec
@@ -40,7 +42,8 @@ from .config import ClientConfig, ConfigError
 from .paths import validate_api_path
 
 if TYPE_CHECKING:
-    from .discovery import Discovery
+    from .discovery import Discovery, ResourceInfo
+    from .resource import ResourceClient
 
 __all__ = [
     "ACCEPT_JSON",
@@ -49,6 +52,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "USER_AGENT",
     "Client",
+    "JsonValue",
     "QueryParams",
     "list_params",
 ]
@@ -74,10 +78,16 @@ ACCEPT_METADATA: Final = (
 QueryParams = Mapping[str, "str | int | bool"]
 """Query parameters: booleans are sent as ``true``/``false``."""
 
+JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
+"""A decoded JSON document (what :meth:`Client.request` returns): objects are
+``dict``, arrays ``list``; narrow it with ``isinstance`` before indexing."""
+
 _ERROR_MESSAGE_CHARS: Final = 200
 _ERROR_SCAN_BYTES: Final = 64 * 1024
 MAX_BODY_BYTES: Final = 1024 * 1024 * 1024
 """The default limit of a response body other than a watch stream (see Client)."""
+_CLOSE_WAIT: Final = 1.0
+"""Seconds a watch closed mid-stream waits for its connection to close."""
 
 
 class _ListMeta(msgspec.Struct):
@@ -266,6 +276,17 @@ class Client:
             self._discovery = Discovery(self)
         return self._discovery
 
+    def resource(
+        self, resource: str | ResourceInfo, *, namespace: str | None = None
+    ) -> ResourceClient:
+        """A :class:`~kubereflector.client.ResourceClient` for ``resource`` (any
+        name discovery resolves, or a ResourceInfo) in ``namespace``: get, list,
+        watch, create, update, patch, apply, delete. Makes no request: the name is
+        resolved on its first call. Raises ``ValueError`` for an invalid namespace."""
+        from .resource import ResourceClient
+
+        return ResourceClient(self, resource, namespace)
+
     @property
     def server(self) -> str:
         """The API server's base URL, without credentials."""
@@ -296,7 +317,7 @@ class Client:
         json: Any = None,
         content_type: str | None = None,
         accept: str | None = None,
-    ) -> Any:
+    ) -> JsonValue:
         """Send a request and return its decoded JSON body (``None`` if empty).
 
         ``json`` is encoded with msgspec (``content_type`` defaults to
@@ -312,23 +333,45 @@ class Client:
         if not data.strip():
             return None
         try:
-            return _ANY_DECODER.decode(data)
+            decoded: JsonValue = _ANY_DECODER.decode(data)
         except _DECODE_ERRORS as err:
             raise DecodeError(
                 f"could not decode the response ({len(data)} bytes): {err}", url=_safe(url)
             ) from err
+        return decoded
 
-    async def get(self, path: str, *, params: QueryParams | None = None) -> Any:
-        """``GET path``: the decoded object."""
-        return await self.request("GET", path, params=params)
+    async def _object(
+        self, method: str, path: str, params: QueryParams | None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """:meth:`request`, whose answer must be a JSON object (every Kubernetes
+        object, list and Status is): raises :class:`~kubereflector.errors.DecodeError`
+        for anything else, an empty body included."""
+        body = await self.request(method, path, params=params, **kwargs)
+        if not isinstance(body, dict):
+            what = "an empty body" if body is None else f"a JSON {type(body).__name__}"
+            raise DecodeError(
+                f"expected a JSON object in answer to {method}, got {what}",
+                url=_safe(self.url(path, params)),
+            )
+        return body
 
-    async def create(self, path: str, body: Any, *, params: QueryParams | None = None) -> Any:
+    async def get(self, path: str, *, params: QueryParams | None = None) -> dict[str, Any]:
+        """``GET path``: the decoded object (a new ``dict``, the caller's own).
+        Raises :class:`~kubereflector.errors.DecodeError` unless the answer is a
+        JSON object."""
+        return await self._object("GET", path, params)
+
+    async def create(
+        self, path: str, body: Any, *, params: QueryParams | None = None
+    ) -> dict[str, Any]:
         """``POST path`` with ``body`` (a collection's path): the created object."""
-        return await self.request("POST", path, params=params, json=body)
+        return await self._object("POST", path, params, json=body)
 
-    async def update(self, path: str, body: Any, *, params: QueryParams | None = None) -> Any:
+    async def update(
+        self, path: str, body: Any, *, params: QueryParams | None = None
+    ) -> dict[str, Any]:
         """``PUT path`` with ``body`` (an object's path): the replaced object."""
-        return await self.request("PUT", path, params=params, json=body)
+        return await self._object("PUT", path, params, json=body)
 
     async def patch(
         self,
@@ -337,19 +380,18 @@ class Client:
         *,
         content_type: str = "application/merge-patch+json",
         params: QueryParams | None = None,
-    ) -> Any:
+    ) -> dict[str, Any]:
         """``PATCH path``; a JSON merge patch unless ``content_type`` says otherwise
         (``application/json-patch+json``, ``application/strategic-merge-patch+json``,
         ``application/apply-patch+yaml`` with ``params={"fieldManager": ...}``)."""
-        return await self.request(
-            "PATCH", path, params=params, json=body, content_type=content_type
-        )
+        return await self._object("PATCH", path, params, json=body, content_type=content_type)
 
     async def delete(
         self, path: str, *, body: Any = None, params: QueryParams | None = None
-    ) -> Any:
-        """``DELETE path`` (``body``: ``DeleteOptions``): the server's answer."""
-        return await self.request("DELETE", path, params=params, json=body)
+    ) -> dict[str, Any]:
+        """``DELETE path`` (``body``: ``DeleteOptions``): the server's answer (the
+        object, or a ``Status``)."""
+        return await self._object("DELETE", path, params, json=body)
 
     # -- list and watch ---------------------------------------------------------
 
@@ -504,11 +546,8 @@ class Client:
                 raise DecodeError(f"the answer is not valid HTTP: {invalid}", url=_safe(url))
             if resp.status == 401 and attempt == 0:
                 logger.debug("401 from %s: refreshing credentials and retrying once", _safe(url))
-                try:
-                    await resp.read()
-                finally:
-                    resp.release()
-                    await self._release(transport)
+                resp.close()  # its body is not needed (and could be endless): drop it
+                await self._release(transport)
                 auth.invalidate()
                 continue
             return transport, resp
@@ -630,9 +669,30 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
                 if resp.content.at_eof():
                     resp.release()
                 else:
+                    closed = _closed_future(resp)
                     resp.close()  # mid-stream: the connection cannot be reused
+                    if closed is not None:
+                        # Let a TLS connection finish its shutdown before the loop may
+                        # end (else its socket is left unclosed); bounded, for dead peers.
+                        await asyncio.wait({closed}, timeout=_CLOSE_WAIT)
                 if transport is not None:
                     await self._client._release(transport)
+
+
+def _closed_future(resp: aiohttp.ClientResponse) -> asyncio.Future[None] | None:
+    """The future aiohttp resolves when ``resp``'s connection is lost, if it has one
+    (its exception, a shutdown the server cut short, is retrieved and dropped)."""
+    connection = resp.connection
+    closed = getattr(connection.protocol, "closed", None) if connection is not None else None
+    if not isinstance(closed, asyncio.Future):
+        return None
+    closed.add_done_callback(_drop_exception)
+    return closed
+
+
+def _drop_exception(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 # -- errors ---------------------------------------------------------------------

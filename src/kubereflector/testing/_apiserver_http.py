@@ -43,12 +43,12 @@ from ._apiserver_store import (
     Event,
     Query,
     Record,
-    StatusError,
     Store,
-    bad_request,
+    WriteRequest,
     decode,
     event_line,
 )
+from ._apiserver_validation import StatusError, bad_request, validate_options
 
 log = logging.getLogger("kubereflector.testing.apiserver")
 
@@ -58,11 +58,15 @@ _HEALTH_PREFIXES: Final = ("/healthz/", "/livez/", "/readyz/")
 _JSON: Final = "application/json"
 _TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+_APPLY: Final = "application/apply-patch+yaml"
 _PATCH_TYPES: Final = {
     "application/json-patch+json": "json",
     "application/merge-patch+json": "merge",
     "application/strategic-merge-patch+json": "strategic",
+    _APPLY: "apply",
 }
+_YAML_TYPES: Final = ("application/yaml", "application/x-yaml", _APPLY)
+_MANAGER_MAX: Final = 128
 _FAULT_REASONS: Final = {
     400: ("BadRequest", "injected fault: bad request"),
     401: ("Unauthorized", "Unauthorized"),
@@ -698,8 +702,6 @@ class ApiHandler:
         if subresource is not None and subresource not in info.subresources:
             raise _not_found_path()
         params = request.query
-        if params.get("dryRun"):
-            raise bad_request("dryRun is not supported by the kubereflector emulator")
         if params.get("watch"):
             watch = _parse_bool("watch", params["watch"]) or watch
         accept = request.headers.get("Accept", "")
@@ -712,8 +714,9 @@ class ApiHandler:
                 if info.namespaced and namespace is None:
                     raise _method_not_allowed(method, info.group_resource)
                 self._allow(info, "create", method)
+                writer = _writer(request, "CreateOptions")
                 body = await self._body(request)
-                record = self.store.create(bucket, body, namespace)
+                record = self.store.create(bucket, body, namespace, request=writer)
                 return json_response(record.full(), 201)
             if method == "DELETE":
                 self._allow(info, "deletecollection", method)
@@ -727,9 +730,10 @@ class ApiHandler:
             return self._one(record, accept, info)
         if method == "PUT":
             self._allow(info, "update", method)
+            writer = _writer(request, "UpdateOptions")
             body = await self._body(request)
             record = self.store.update(
-                bucket, namespace, name, body, subresource=_status_only(subresource)
+                bucket, namespace, name, body, subresource=subresource, request=writer
             )
             return json_response(record.full())
         if method == "PATCH":
@@ -745,16 +749,35 @@ class ApiHandler:
                         f"types include: {', '.join(_PATCH_TYPES)}",
                     )
                 )
-            patch = await self._body(request, raw_json=True)
+            force = _parse_bool("force", params["force"]) if "force" in params else None
+            writer = _writer(request, "PatchOptions", apply=patch_type == "apply", force=force)
+            patch = await self._body(request, raw_json=patch_type != "apply")
+            if patch_type == "apply":
+                existed = self.store.exists(bucket, namespace, name)
+                record = self.store.apply(
+                    bucket,
+                    namespace,
+                    name,
+                    patch,
+                    request=writer,
+                    force=bool(force),
+                    subresource=subresource,
+                )
+                return json_response(record.full(), 200 if existed else 201)
             record = self.store.patch(
-                bucket, namespace, name, patch_type, patch, subresource=_status_only(subresource)
+                bucket, namespace, name, patch_type, patch, subresource=subresource, request=writer
             )
             return json_response(record.full())
         if method == "DELETE" and subresource is None:
             self._allow(info, "delete", method)
-            options = await self._body(request, optional=True)
-            preconditions = options.get("preconditions") if isinstance(options, dict) else None
-            record, gone = self.store.delete(bucket, namespace, name, preconditions)
+            options = await self._delete_options(request)
+            record, gone = self.store.delete(
+                bucket,
+                namespace,
+                name,
+                options.get("preconditions"),
+                dry_run=bool(options.get("dryRun")),
+            )
             if not gone or info.return_deleted_object:
                 return json_response(record.full())
             details: dict[str, Any] = {"name": name}
@@ -772,6 +795,23 @@ class ApiHandler:
             return json_response(ENCODER.encode(status))
         raise _method_not_allowed(method, info.group_resource)
 
+    async def _delete_options(self, request: web.BaseRequest) -> dict[str, Any]:
+        """The request's ``DeleteOptions`` (body and query), checked."""
+        options = await self._body(request, optional=True)
+        if not isinstance(options, dict):
+            raise bad_request("the body of a delete is a DeleteOptions object")
+        params = request.query
+        dry_run = options.get("dryRun") or params.getall("dryRun", [])
+        if not isinstance(dry_run, list) or not all(isinstance(v, str) for v in dry_run):
+            raise bad_request("dryRun is a list of strings")
+        options["dryRun"] = dry_run
+        policy = options.get("propagationPolicy", params.get("propagationPolicy"))
+        validate_options("DeleteOptions", dry_run=dry_run, propagation_policy=policy)
+        preconditions = options.get("preconditions")
+        if preconditions is not None and not isinstance(preconditions, dict):
+            raise bad_request("preconditions must be an object")
+        return options
+
     @staticmethod
     def _allow(info: ResourceInfo, verb: str, method: str) -> None:
         if verb not in info.verbs:
@@ -788,7 +828,7 @@ class ApiHandler:
             raise bad_request("the request body is empty")
         content_type = request.headers.get("Content-Type", _JSON).split(";")[0].strip().lower()
         try:
-            if content_type in ("application/yaml", "application/x-yaml") and not raw_json:
+            if content_type in _YAML_TYPES and not raw_json:
                 return yaml.safe_load(data)
             if content_type == "application/vnd.kubernetes.protobuf":
                 raise StatusError(
@@ -868,12 +908,15 @@ class ApiHandler:
         params: Mapping[str, str],
     ) -> web.Response:
         query = parse_query(params, watch=False)
-        options = await self._body(request, optional=True)
-        preconditions = options.get("preconditions") if isinstance(options, dict) else None
+        options = await self._delete_options(request)
         deleted = []
         for record in self.store.matching(bucket, namespace, query):
             final, _ = self.store.delete(
-                bucket, record.namespace or None, record.name, preconditions
+                bucket,
+                record.namespace or None,
+                record.name,
+                options.get("preconditions"),
+                dry_run=bool(options["dryRun"]),
             )
             deleted.append(final)
         info = bucket.info
@@ -955,13 +998,24 @@ class ApiHandler:
         return response
 
 
+def _writer(
+    request: web.BaseRequest, kind: str, *, apply: bool = False, force: bool | None = None
+) -> WriteRequest:
+    """The field manager and dry-run of a write (``kind``: its options' kind), checked:
+    ``fieldManager``, else the first word of the ``User-Agent`` (as kube does)."""
+    params = request.query
+    dry_run = params.getall("dryRun", [])
+    manager = params.get("fieldManager")
+    validate_options(kind, dry_run=dry_run, field_manager=manager, apply=apply, force=force)
+    if not manager:
+        agent = request.headers.get("User-Agent", "")
+        manager = agent.split("/", 1)[0][:_MANAGER_MAX] or "unknown"
+    return WriteRequest(manager, dry_run=bool(dry_run))
+
+
 def _list_head(info: ResourceInfo) -> bytes:
     kind, api_version = info.list_kind, info.api_version
     return f'{{"kind":"{kind}","apiVersion":"{api_version}","metadata":'.encode()
-
-
-def _status_only(subresource: str | None) -> str | None:
-    return "status" if subresource == "status" else None
 
 
 def _not_acceptable() -> StatusError:

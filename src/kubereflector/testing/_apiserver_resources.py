@@ -11,6 +11,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Final
 
+from ._apiserver_fields import (
+    DEFAULT_SCHEMA,
+    DEPLOYMENT_SCHEMA,
+    EVENT_SCHEMA,
+    NAMESPACE_SCHEMA,
+    POD_SCHEMA,
+    SERVICE_SCHEMA,
+    Schema,
+)
+
 DEFAULT_VERBS: Final = (
     "create",
     "delete",
@@ -33,11 +43,28 @@ _POD_FIELDS: Final = _META_FIELDS | {
     "status.podIP",
     "status.nominatedNodeName",
 }
+_EVENT_FIELDS: Final = _META_FIELDS | {
+    "reason",
+    "type",
+    "reportingController",
+    "regarding.apiVersion",
+    "regarding.kind",
+    "regarding.name",
+    "regarding.namespace",
+    "regarding.uid",
+    "regarding.resourceVersion",
+    "regarding.fieldPath",
+}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ResourceInfo:
-    """One served resource (a built-in or a registered stand-in for a CRD)."""
+    """One served resource (a built-in or a registered stand-in for a CRD).
+
+    ``generation``: whether objects carry ``metadata.generation`` (custom
+    resources and workloads do; ConfigMaps, Secrets, Events, ... do not).
+    ``schema``: its granular lists, for field management (server-side apply).
+    """
 
     group: str
     version: str
@@ -52,6 +79,8 @@ class ResourceInfo:
     subresources: tuple[str, ...] = ()
     field_selectors: frozenset[str] = _META_FIELDS
     return_deleted_object: bool = False
+    generation: bool = True
+    schema: Schema = DEFAULT_SCHEMA
     # Derived in __post_init__.
     api_version: str = field(init=False)
     group_resource: str = field(init=False)
@@ -88,6 +117,8 @@ BUILTIN_RESOURCES: Final = (
         subresources=("status", "finalize"),
         field_selectors=_META_FIELDS | {"status.phase"},
         return_deleted_object=True,
+        generation=False,
+        schema=NAMESPACE_SCHEMA,
     ),
     ResourceInfo(
         "",
@@ -100,10 +131,19 @@ BUILTIN_RESOURCES: Final = (
         subresources=("status",),
         field_selectors=_POD_FIELDS,
         return_deleted_object=True,
+        schema=POD_SCHEMA,
     ),
-    ResourceInfo("", "v1", "configmaps", "ConfigMap", short_names=("cm",), builtin=True),
     ResourceInfo(
-        "", "v1", "secrets", "Secret", builtin=True, field_selectors=_META_FIELDS | {"type"}
+        "", "v1", "configmaps", "ConfigMap", short_names=("cm",), builtin=True, generation=False
+    ),
+    ResourceInfo(
+        "",
+        "v1",
+        "secrets",
+        "Secret",
+        builtin=True,
+        field_selectors=_META_FIELDS | {"type"},
+        generation=False,
     ),
     ResourceInfo(
         "",
@@ -115,6 +155,8 @@ BUILTIN_RESOURCES: Final = (
         builtin=True,
         subresources=("status",),
         return_deleted_object=True,
+        generation=False,
+        schema=SERVICE_SCHEMA,
     ),
     ResourceInfo(
         "apps",
@@ -125,7 +167,20 @@ BUILTIN_RESOURCES: Final = (
         categories=("all",),
         builtin=True,
         subresources=("status",),
+        schema=DEPLOYMENT_SCHEMA,
     ),
+    ResourceInfo(
+        "events.k8s.io",
+        "v1",
+        "events",
+        "Event",
+        short_names=("ev",),
+        builtin=True,
+        field_selectors=_EVENT_FIELDS,
+        generation=False,
+        schema=EVENT_SCHEMA,
+    ),
+    ResourceInfo("coordination.k8s.io", "v1", "leases", "Lease", builtin=True, generation=False),
 )
 
 EMULATED_VERSION: Final = {

@@ -13,12 +13,16 @@ or from a shell (runs until SIGINT/SIGTERM)::
 
     python -m kubereflector.testing.apiserver --port 6443 --write-kubeconfig kc.yaml --tls
 
-What it serves: core/v1 namespaces, pods, configmaps, secrets, services and
-apps/v1 deployments, plus any resource registered with :meth:`register_resource`
-(a CRD stand-in), with legacy and aggregated (v2) discovery. Writes (create,
-update, merge/JSON/strategic patch, delete, deletecollection, the ``status``
-subresource) bump one global resourceVersion (a decimal string) and stamp
-``resourceVersion``, ``uid``, ``creationTimestamp`` and ``generation``. Lists and
+What it serves: core/v1 namespaces, pods, configmaps, secrets, services,
+apps/v1 deployments, events.k8s.io/v1 events and coordination.k8s.io/v1 leases,
+plus any resource registered with :meth:`register_resource` (a CRD stand-in),
+with legacy and aggregated (v2) discovery. Writes (create, update,
+merge/JSON/strategic patch, server-side apply, delete, deletecollection, the
+``status`` subresource, ``dryRun=All``) bump one global resourceVersion (a
+decimal string), stamp ``resourceVersion``, ``uid``, ``creationTimestamp`` and,
+for resources that have one, ``generation`` (on spec changes), and record
+``managedFields`` per field manager; they fail as kube-apiserver does (409
+Conflict or AlreadyExists, 422 Invalid with causes, 400). Lists and
 watches follow kube-apiserver's resourceVersion semantics, paging with continue
 tokens that expire with the retained history, label and field selectors,
 watch-list (``sendInitialEvents``) with the ``k8s.io/initial-events-end``
@@ -54,10 +58,15 @@ Deliberate differences from kube-apiserver (each for a reason):
   A too-large resourceVersion on a watch-list is answered at once (kube waits
   up to 3 s for it to arrive first).
 * Strategic merge patch is a JSON merge patch that ignores ``$`` directives
-  (lists are replaced, not merged by key); server-side apply, ``dryRun`` and
-  protobuf are refused (415/400). No admission, defaulting (beyond a pod's
-  ``status.phase: Pending`` and a namespace's phase and name label), schema
-  validation, RBAC, managedFields or OpenAPI.
+  (lists are replaced, not merged by key); protobuf is refused (415). No
+  admission, defaulting (beyond a pod's ``status.phase: Pending`` and a
+  namespace's phase and name label), schema validation, RBAC or OpenAPI.
+* Server-side apply and managedFields follow structured-merge-diff without
+  schemas: every list is atomic except the built-in keyed lists the emulator
+  knows (see ``_apiserver_fields``); a status-subresource write changes only
+  ``status``. Events are served in events.k8s.io/v1 only.
+* The Python data API writes like the storage layer: no field manager,
+  ``status`` included, custom resources need no ``kind``.
 * Auth: one bearer token (or none); ``/healthz``, ``/livez``, ``/readyz`` and
   ``/version`` are open to anonymous requests, everything else needs the token.
   (kubectl 1.37 sends a bearer token only over TLS: give kubectl ``tls=True``,
@@ -90,7 +99,8 @@ from ..backoff import Clock, RealClock
 from ..errors import ApiError, error_from_status
 from ._apiserver_http import ApiHandler, Faults
 from ._apiserver_resources import DEFAULT_VERBS, ResourceInfo
-from ._apiserver_store import ENCODER, Record, StatusError, Store, copy_out, decode
+from ._apiserver_store import ENCODER, Record, Store, copy_out, decode
+from ._apiserver_validation import StatusError
 
 __all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "main", "sample_pod"]
 
@@ -382,7 +392,7 @@ class ApiServerEmulator:
         body = _copy_in(obj)
         if bucket.info.namespaced and namespace is None:
             namespace = (body.get("metadata") or {}).get("namespace") or "default"
-        return self._out(lambda: self._store.create(bucket, body, namespace, strict=False))
+        return self._out(lambda: self._store.create(bucket, body, namespace))
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         """The object (a copy); :class:`~kubereflector.NotFoundError` if absent.
@@ -406,7 +416,7 @@ class ApiServerEmulator:
         if not name:
             raise ValueError("update needs metadata.name")
         ns = (meta.get("namespace") or "default") if bucket.info.namespaced else None
-        return self._out(lambda: self._store.update(bucket, ns, name, body, keep_status=False))
+        return self._out(lambda: self._store.update(bucket, ns, name, body))
 
     def patch(
         self,
@@ -423,9 +433,7 @@ class ApiServerEmulator:
         bucket = self._store.resolve(resource)
         ns = (namespace or "default") if bucket.info.namespaced else None
         body = decode(ENCODER.encode(patch))
-        return self._out(
-            lambda: self._store.patch(bucket, ns, name, patch_type, body, keep_status=False)
-        )
+        return self._out(lambda: self._store.patch(bucket, ns, name, patch_type, body))
 
     def delete(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         """Delete the object (a namespace: with everything in it). Returns its final
