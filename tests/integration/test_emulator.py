@@ -1144,9 +1144,15 @@ async def test_tables_for_kubectl(env: tuple[ApiServerEmulator, Api]) -> None:
         "Status",
         "Restarts",
         "Age",
+        "IP",
+        "Node",
+        "Nominated Node",
+        "Readiness Gates",
     ]
+    assert [c["priority"] for c in table["columnDefinitions"]] == [0] * 5 + [1] * 4
     row = table["rows"][0]
     assert row["cells"][:4] == ["a", "0/1", "Pending", 0]
+    assert row["cells"][5:] == ["<none>"] * 4
     assert row["object"]["kind"] == "PartialObjectMetadata"
     status, table, _ = await api.call(
         "GET",
@@ -1154,7 +1160,7 @@ async def test_tables_for_kubectl(env: tuple[ApiServerEmulator, Api]) -> None:
         params={"includeObject": "Object"},
         headers={"Accept": TABLE},
     )
-    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
 
 
 # -- discovery and registered resources -------------------------------------------------------
@@ -1182,6 +1188,7 @@ async def test_discovery_legacy_and_aggregated(env: tuple[ApiServerEmulator, Api
         "apps",
         "events.k8s.io",
         "coordination.k8s.io",
+        "apiextensions.k8s.io",
         "example.com",
     }
     group = await api.ok("GET", "/apis/example.com")
@@ -1323,6 +1330,41 @@ async def test_registered_resources_are_served(env: tuple[ApiServerEmulator, Api
     assert (await api.call("GET", f"{base}/namespaces/default/widgets/w/status"))[0] == 404
 
 
+async def test_deleting_a_crd_deletes_its_objects_and_ends_its_watches(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    server, api = env
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "gizmos", "kind": "Gizmo", "shortNames": ["gz"]},
+            "versions": [{"name": "v1", "served": True, "storage": True}],
+        },
+    }
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    await api.ok("POST", crds, crd)
+    discovery = await api.ok("GET", "/apis/example.com/v1")
+    assert [(r["name"], r["namespaced"], r["shortNames"]) for r in discovery["resources"]] == [
+        ("gizmos", False, ["gz"])
+    ]
+    gizmos = "/apis/example.com/v1/gizmos"
+    await api.ok(
+        "POST", gizmos, {"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": "g"}}
+    )
+    stream = await api.watch(gizmos, resourceVersion=server.resource_version)
+    await server.wait_for_watches(1, "gizmos")
+    await api.ok("DELETE", f"{crds}/gizmos.example.com")
+    event = await stream.next()
+    assert (event["type"], event["object"]["metadata"]["name"]) == ("DELETED", "g")
+    assert await stream.rest() == b""  # the watch ends
+    assert (await api.get(gizmos))[0] == 404
+    assert (await api.get("/apis/example.com/v1"))[0] == 404
+
+
 # -- the command line -------------------------------------------------------------------------
 
 
@@ -1344,14 +1386,18 @@ async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
     try:
         line = await asyncio.wait_for(process.stdout.readline(), 15)  # type: ignore[union-attr]
         url = line.decode().strip()
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url), line
+        assert re.fullmatch(r"https://127\.0\.0\.1:\d+", url), line  # HTTPS by default
         config = yaml.safe_load(kubeconfig.read_text())
-        assert config["clusters"][0]["cluster"]["server"] == url
+        cluster = config["clusters"][0]["cluster"]
+        assert cluster["server"] == url
+        trust = ssl.create_default_context(
+            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+        )
         token = config["users"][0]["user"]["token"]
         headers = {"Authorization": f"Bearer {token}"}
         async with (
             aiohttp.ClientSession(headers=headers) as session,
-            session.get(url + PODS) as response,
+            session.get(url + PODS, ssl=trust) as response,
         ):
             body = await response.json()
         assert names(body["items"]) == ["pod-00000", "pod-00001", "pod-00002"]
@@ -1362,3 +1408,84 @@ async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
     assert process.returncode == 0, stderr.decode()
     assert b"Traceback" not in stderr
     assert b"RuntimeWarning" not in stderr
+
+
+# -- OpenAPI and server-side field validation (what kubectl validates with) ------------------
+
+
+async def test_openapi_v3_index_and_group_version_documents(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    server, api = env
+    server.register_resource("example.com", "v1", "widgets", "Widget")
+    index = await api.ok("GET", "/openapi/v3")
+    assert {"api/v1", "apis/apps/v1", "apis/example.com/v1"} <= set(index["paths"])
+    url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+    assert url.startswith("/openapi/v3/apis/apps/v1?hash=")
+    status, document, _ = await api.call("GET", url.split("?")[0])
+    assert status == 200
+    assert document["openapi"].startswith("3.")
+    item = document["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]
+    patch = item["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {
+        "group": "apps",
+        "version": "v1",
+        "kind": "Deployment",
+    }
+    assert {"name": "fieldValidation", "in": "query"}.items() <= patch["parameters"][0].items()
+    # no strategic merge patch media type: kubectl apply uses its compiled-in patch metadata
+    assert "application/strategic-merge-patch+json" not in patch["requestBody"]["content"]
+    schema = document["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"]
+    assert schema["x-kubernetes-group-version-kind"][0]["kind"] == "Deployment"
+    assert (await api.get("/openapi/v3/apis/nothing.example/v1"))[0] == 404
+
+
+async def test_openapi_v2_is_json_and_refuses_protobuf_only(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    _, api = env
+    protobuf = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    status, body, _ = await api.call("GET", "/openapi/v2", headers={"Accept": protobuf})
+    assert (status, body["reason"]) == (406, "NotAcceptable")
+    status, body, headers = await api.call(
+        "GET", "/openapi/v2", headers={"Accept": f"{protobuf}, application/json"}
+    )
+    assert status == 200
+    assert headers["Content-Type"] == "application/json"
+    assert body["swagger"] == "2.0"
+    assert "/api/v1/namespaces/{namespace}/pods/{name}" in body["paths"]
+
+
+async def test_field_validation_strict_warn_and_ignore(env: tuple[ApiServerEmulator, Api]) -> None:
+    server, api = env
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "colour": "x"}}
+    cm["datta"] = {}
+    path = "/api/v1/namespaces/default/configmaps"
+    status, body, _ = await api.call("POST", path, cm, params={"fieldValidation": "Strict"})
+    assert status == 400
+    assert body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'unknown field "datta", unknown field "metadata.colour"'
+    )
+    status, body, _ = await api.call("POST", path, cm, params={"fieldValidation": "Bogus"})
+    assert status == 400
+    assert "Unsupported value" in body["message"]
+    status, _, headers = await api.call("POST", path, cm, params={"fieldValidation": "Warn"})
+    assert status == 201
+    assert headers.getall("Warning") == [
+        '299 - "unknown field \\"datta\\""',
+        '299 - "unknown field \\"metadata.colour\\""',
+    ]
+    status, _, headers = await api.call(
+        "PATCH",
+        f"{path}/a",
+        {"data": {"k": "v"}},
+        params={"fieldValidation": "Strict"},
+        content_type="application/merge-patch+json",
+    )
+    assert status == 200
+    assert "Warning" not in headers
+    cm["metadata"] = {"name": "b"}
+    status, _, _ = await api.call("POST", path, cm, params={"fieldValidation": "Ignore"})
+    assert status == 201
+    assert [c["metadata"]["name"] for c in server.objects("configmaps")] == ["a", "b"]

@@ -17,6 +17,7 @@ import yaml
 from config_fixtures import V1, Gate, Plugin, drain
 
 from kubereflector import cli
+from kubereflector._cli_tables import age, render_table
 from kubereflector.client import ConfigError
 from kubereflector.errors import ApiError, ForbiddenError, UnauthorizedError
 from kubereflector.listwatch import ListOptions, ListResult
@@ -93,15 +94,22 @@ def test_a_command_is_required() -> None:
     assert "kubereflector: error:" in s.err.getvalue()
 
 
-def test_namespace_and_all_namespaces_exclude_each_other() -> None:
+def test_namespace_and_all_namespaces_are_accepted_together() -> None:
+    # As kubectl: -A wins (tests/integration/test_cli.py shows what is listed); here the
+    # arguments parse, and the command gets as far as reading the kubeconfig.
     s = Streams()
-    assert s.run("get", "pods", "-n", "a", "-A") == cli.EXIT_USAGE
-    assert "not allowed with argument" in s.err.getvalue()
+    code = s.run("get", "pods", "-n", "a", "-A", "--kubeconfig", "/nonexistent/kubeconfig")
+    assert code == cli.EXIT_ERROR
+    assert "not allowed with argument" not in s.err.getvalue()
+    assert "/nonexistent/kubeconfig" in s.err.getvalue()
 
 
 def test_unknown_output_format_is_refused() -> None:
     s = Streams()
-    assert s.run("get", "pods", "-o", "yaml") == cli.EXIT_USAGE
+    assert s.run("get", "pods", "-o", "xml") == cli.EXIT_USAGE
+    assert "invalid choice" in s.err.getvalue()
+    s = Streams()
+    assert s.run("watch", "pods", "-o", "wide") == cli.EXIT_USAGE
     assert "invalid choice" in s.err.getvalue()
 
 
@@ -205,26 +213,26 @@ def pod(name: str, namespace: str = "default", created: str = "2025-01-01T00:00:
 
 
 def test_table_columns_line_up() -> None:
-    text = cli._table([pod("a"), pod("web-long-name", "kube-system")], show_namespace=True)
+    text = render_table([pod("a"), pod("web-long-name", "kube-system")], "Pod", show_namespace=True)
     lines = text.splitlines()
-    assert lines[0].split() == ["NAMESPACE", "NAME", "RESOURCE", "VERSION", "AGE"]
+    assert lines[0].split() == ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     column = lines[0].index(" NAME ") + 1
     assert lines[1][column:].startswith("a ")
     assert lines[2][column:].startswith("web-long-name ")
-    assert lines[1].split()[:3] == ["default", "a", "12"]
-    assert "NAMESPACE" not in cli._table([pod("a")], show_namespace=False)
+    assert lines[1].split()[:2] == ["default", "a"]
+    assert "NAMESPACE" not in render_table([pod("a")], "Pod", show_namespace=False)
 
 
 @pytest.mark.parametrize(
-    ("seconds", "age"),
+    ("seconds", "expected"),
     [(5, "5s"), (119, "119s"), (600, "10m"), (4 * 3600, "4h"), (5 * 86400, "5d")],
 )
-def test_age(seconds: int, age: str) -> None:
+def test_age(seconds: int, expected: str) -> None:
     now = datetime.datetime(2025, 1, 10, tzinfo=datetime.timezone.utc)
     created = (now - datetime.timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
-    assert cli._age(created, now) == age
-    assert cli._age(None, now) == "<unknown>"
-    assert cli._age("yesterday", now) == "<unknown>"
+    assert age(created, now) == expected
+    assert age(None, now) == "<unknown>"
+    assert age("yesterday", now) == "<unknown>"
 
 
 # -- progress ------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..backoff import Clock
 from ..errors import failure_status
 from ..listwatch import INITIAL_EVENTS_END_ANNOTATION
 from ..selectors import FieldSelector, LabelSelector
+from ._apiserver_openapi import check_fields, openapi_response
 from ._apiserver_resources import (
     AGGREGATED_V2,
     EMULATED_VERSION,
@@ -638,6 +639,11 @@ class ApiHandler:
             response = web.Response(text="ok")
             response.headers["Content-Type"] = "text/plain; charset=utf-8"
             return response
+        if head == "openapi" and method == "GET":
+            document, content_type = openapi_response(
+                self.store.resources(), segments, request.headers.get("Accept", "")
+            )
+            return json_response(document, content_type=content_type)
         if head == "version" and len(segments) == 1:
             return json_response(ENCODER.encode(EMULATED_VERSION))
         resources = self.store.resources()
@@ -716,8 +722,9 @@ class ApiHandler:
                 self._allow(info, "create", method)
                 writer = _writer(request, "CreateOptions")
                 body = await self._body(request)
+                warnings = check_fields(info, body, params.get("fieldValidation", ""))
                 record = self.store.create(bucket, body, namespace, request=writer)
-                return json_response(record.full(), 201)
+                return _warn(json_response(record.full(), 201), warnings)
             if method == "DELETE":
                 self._allow(info, "deletecollection", method)
                 return await self._delete_collection(request, bucket, namespace, params)
@@ -732,10 +739,11 @@ class ApiHandler:
             self._allow(info, "update", method)
             writer = _writer(request, "UpdateOptions")
             body = await self._body(request)
+            warnings = check_fields(info, body, params.get("fieldValidation", ""))
             record = self.store.update(
                 bucket, namespace, name, body, subresource=subresource, request=writer
             )
-            return json_response(record.full())
+            return _warn(json_response(record.full()), warnings)
         if method == "PATCH":
             self._allow(info, "patch", method)
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -752,6 +760,9 @@ class ApiHandler:
             force = _parse_bool("force", params["force"]) if "force" in params else None
             writer = _writer(request, "PatchOptions", apply=patch_type == "apply", force=force)
             patch = await self._body(request, raw_json=patch_type != "apply")
+            warnings = []
+            if patch_type != "json":  # merge, strategic and apply bodies have the object's shape
+                warnings = check_fields(info, patch, params.get("fieldValidation", ""))
             if patch_type == "apply":
                 existed = self.store.exists(bucket, namespace, name)
                 record = self.store.apply(
@@ -763,11 +774,11 @@ class ApiHandler:
                     force=bool(force),
                     subresource=subresource,
                 )
-                return json_response(record.full(), 200 if existed else 201)
+                return _warn(json_response(record.full(), 200 if existed else 201), warnings)
             record = self.store.patch(
                 bucket, namespace, name, patch_type, patch, subresource=subresource, request=writer
             )
-            return json_response(record.full())
+            return _warn(json_response(record.full()), warnings)
         if method == "DELETE" and subresource is None:
             self._allow(info, "delete", method)
             options = await self._delete_options(request)
@@ -832,7 +843,15 @@ class ApiHandler:
                 return yaml.safe_load(data)
             if content_type == "application/vnd.kubernetes.protobuf":
                 raise StatusError(
-                    failure_status(415, "UnsupportedMediaType", "the emulator only speaks JSON")
+                    failure_status(
+                        415,
+                        "UnsupportedMediaType",
+                        "the kubereflector emulator accepts JSON and YAML bodies, not protobuf "
+                        "(which kubectl's generators such as 'kubectl create configmap' send): "
+                        "write the object to a file and use 'kubectl create -f' or "
+                        "'kubectl apply -f' (e.g. 'kubectl create configmap x "
+                        "--from-literal=k=v --dry-run=client -o yaml | kubectl apply -f -')",
+                    )
                 )
             return decode(data)
         except (msgspec.DecodeError, yaml.YAMLError) as exc:
@@ -1011,6 +1030,14 @@ def _writer(
         agent = request.headers.get("User-Agent", "")
         manager = agent.split("/", 1)[0][:_MANAGER_MAX] or "unknown"
     return WriteRequest(manager, dry_run=bool(dry_run))
+
+
+def _warn(response: web.Response, warnings: list[str]) -> web.Response:
+    """Add kube's ``Warning: 299 - "..."`` headers (kubectl prints them)."""
+    for text in warnings:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.add("Warning", f'299 - "{escaped}"')
+    return response
 
 
 def _list_head(info: ResourceInfo) -> bytes:

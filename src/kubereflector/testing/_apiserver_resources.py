@@ -20,6 +20,7 @@ from ._apiserver_fields import (
     SERVICE_SCHEMA,
     Schema,
 )
+from ._apiserver_printers import custom_cells, custom_columns
 
 DEFAULT_VERBS: Final = (
     "create",
@@ -81,6 +82,10 @@ class ResourceInfo:
     return_deleted_object: bool = False
     generation: bool = True
     schema: Schema = DEFAULT_SCHEMA
+    # A CRD's openAPIV3Schema (served in the OpenAPI documents; None: schemaless).
+    openapi_schema: Mapping[str, Any] | None = None
+    # A CRD's additionalPrinterColumns (the Table kubectl prints).
+    printer_columns: tuple[Mapping[str, Any], ...] = ()
     # Derived in __post_init__.
     api_version: str = field(init=False)
     group_resource: str = field(init=False)
@@ -403,9 +408,30 @@ def _pod_cells(obj: Mapping[str, Any]) -> list[Any]:
     restarts = sum(int(c.get("restartCount") or 0) for c in statuses if isinstance(c, Mapping))
     total = len(spec.get("containers") or [])
     phase = status.get("reason") or status.get("phase") or "Pending"
+    for c in statuses:  # kubectl shows a waiting or failed container's reason
+        state = c.get("state") if isinstance(c, Mapping) else None
+        if not isinstance(state, Mapping):
+            continue
+        waiting = state.get("waiting") or {}
+        terminated = state.get("terminated") or {}
+        reason = waiting.get("reason") or terminated.get("reason")
+        if reason and reason not in ("ContainerCreating", "PodInitializing", "Completed"):
+            phase = reason
     if (obj.get("metadata") or {}).get("deletionTimestamp"):
         phase = "Terminating"
     return [f"{ready}/{total}", phase, restarts]
+
+
+def _pod_wide_cells(obj: Mapping[str, Any]) -> list[Any]:
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    gates = spec.get("readinessGates") or []
+    return [
+        status.get("podIP") or "<none>",
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        f"{len(gates)}" if gates else "<none>",
+    ]
 
 
 def table_columns(info: ResourceInfo) -> list[dict[str, Any]]:
@@ -422,9 +448,16 @@ def table_columns(info: ResourceInfo) -> list[dict[str, Any]]:
                 "type": "integer",
             },
             _AGE_COLUMN,
+            {**_column("IP", "IP address allocated to the pod."), "priority": 1},
+            {**_column("Node", "Name of the node the pod runs on."), "priority": 1},
+            {**_column("Nominated Node", "Node the scheduler nominated."), "priority": 1},
+            {**_column("Readiness Gates", "The pod's readiness gates."), "priority": 1},
         ]
     if info.plural == "namespaces" and info.builtin:
         return [_NAME_COLUMN, _column("Status", "The status of the namespace"), _AGE_COLUMN]
+    custom = custom_columns(info)
+    if custom is not None:
+        return [_NAME_COLUMN, *custom]
     return [_NAME_COLUMN, _AGE_COLUMN]
 
 
@@ -433,12 +466,13 @@ def table_row(
 ) -> dict[str, Any]:
     name = (obj.get("metadata") or {}).get("name", "")
     if info.plural == "pods" and info.builtin:
-        cells = [name, *_pod_cells(obj), _age(obj, now)]
+        cells = [name, *_pod_cells(obj), _age(obj, now), *_pod_wide_cells(obj)]
     elif info.plural == "namespaces" and info.builtin:
         phase = (obj.get("status") or {}).get("phase") or "Active"
         cells = [name, phase, _age(obj, now)]
     else:
-        cells = [name, _age(obj, now)]
+        custom = custom_cells(info, obj, _age(obj, now), now)
+        cells = [name, *custom] if custom is not None else [name, _age(obj, now)]
     row: dict[str, Any] = {"cells": cells}
     if row_object is not None:
         row["object"] = row_object

@@ -17,7 +17,7 @@ import bisect
 import collections
 import random
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -410,6 +410,11 @@ class Store:
         self.rv = 0
         self.buckets: dict[str, Bucket] = {}
         self.by_gvr: dict[tuple[str, str, str], Bucket] = {}
+        # Hooks of resources with server-side behaviour (testing/_apiserver_crd.py):
+        # ``admission[group_resource](obj)`` may amend or refuse (raise StatusError) an
+        # object about to be stored; every observer sees each stored change.
+        self.admission: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self.observers: list[Callable[[Bucket, str, Record], None]] = []
         for info in BUILTIN_RESOURCES:
             self.register(info)
         namespaces = self.buckets["namespaces"]
@@ -427,6 +432,17 @@ class Store:
         self.buckets[info.group_resource] = bucket
         self.by_gvr[(info.group, info.version, info.plural)] = bucket
         return bucket
+
+    def unregister(self, group_resource: str) -> None:
+        """Stop serving a resource: its objects are deleted (watchers see it) and its
+        watches end, as when kube-apiserver removes a CRD."""
+        bucket = self.buckets[group_resource]
+        for record in list(bucket.objects.values()):
+            self._remove(bucket, record)
+        for watcher in list(bucket.watchers):
+            watcher.end(discard=False)
+        del self.buckets[group_resource]
+        del self.by_gvr[(bucket.info.group, bucket.info.version, bucket.info.plural)]
 
     def resources(self) -> list[ResourceInfo]:
         return [b.info for b in self.buckets.values()]
@@ -584,6 +600,8 @@ class Store:
         self.prune(bucket)
         for watcher in list(bucket.watchers):
             watcher.offer(event)
+        for observer in self.observers:
+            observer(bucket, event_type, record)
 
     def _body(self, info: ResourceInfo, obj: Any, *, strict: bool) -> dict[str, Any]:
         """A request body as a fresh top-level dict with its own metadata dict, after
@@ -625,6 +643,12 @@ class Store:
         body.update((k, v) for k, v in obj.items() if k not in ("kind", "apiVersion"))
         body["metadata"] = dict(meta)
         return body
+
+    def _admit(self, info: ResourceInfo, obj: dict[str, Any]) -> None:
+        """Run the resource's admission hook (if any) on a validated object."""
+        admit = self.admission.get(info.group_resource)
+        if admit is not None:
+            admit(obj)
 
     def _check_namespace(
         self, info: ResourceInfo, meta: dict[str, Any], namespace: str | None
@@ -702,6 +726,7 @@ class Store:
         if strict and info.has_status:
             body.pop("status", None)  # kube's strategies reset status on create
         validate_object(info, body)
+        self._admit(info, body)
         name = meta["name"]
         if info.namespaced:
             ns = meta["namespace"]
@@ -865,6 +890,7 @@ class Store:
         if managers is not None:
             _set_managed(new["metadata"], managers)
         validate_update(info, old, new)
+        self._admit(info, new)
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if _same(new, old):
             return existing  # a no-op update writes nothing, as in kube
