@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.bench-installed
 
 .PHONY: test lint typecheck pytest docs bench demo clean fuzz
 
@@ -13,6 +14,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[emulator,test,docs]'
 	touch $(STAMP)
+
+# The benchmarks' peers (kopf), apart from the test setup.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
 
 test: lint typecheck docs pytest
 
@@ -32,7 +38,7 @@ docs: $(STAMP)
 
 # Benchmarks print tables with ratios against peers measured in the same run;
 # nothing in them is asserted by the tests.
-bench: $(STAMP)
+bench: $(BENCH_STAMP)
 	@for script in benchmarks/[!_]*.py; do \
 		echo "== $$script"; $(BIN)/python $$script || exit 1; \
 	done

@@ -17,6 +17,7 @@ from kubereflector import (
     SyncSharedInformerFactory,
 )
 from kubereflector.client import ResourceClient, SyncResourceClient, load_config
+from kubereflector.runtime import Manager
 from kubereflector.testing import FakeControllerSource
 
 
@@ -84,3 +85,11 @@ async def forgot_to_await_a_write(pods: ResourceClient) -> None:
 
 async def awaited_a_blocking_write(pods: SyncResourceClient) -> None:
     await pods.get("web")  # E: Incompatible types in "await"
+
+
+async def forgot_to_await_the_manager(manager: Manager) -> None:
+    manager.run()  # E: must be used
+
+
+async def awaited_the_blocking_run(manager: Manager) -> None:
+    await manager.run_sync()  # E: Incompatible types in "await"

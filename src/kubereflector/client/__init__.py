@@ -27,7 +27,7 @@ from .resource import (
     PropagationPolicy,
     ResourceClient,
 )
-from .rest import Client, JsonValue
+from .rest import Client, JsonValue, RequestMetrics
 from .retry import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRY,
@@ -56,6 +56,7 @@ __all__ = [
     "JsonValue",
     "PatchType",
     "PropagationPolicy",
+    "RequestMetrics",
     "ResourceClient",
     "ResourceInfo",
     "ResourceListWatch",

@@ -26,7 +26,7 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 import aiohttp
 import msgspec
@@ -54,6 +54,7 @@ __all__ = [
     "Client",
     "JsonValue",
     "QueryParams",
+    "RequestMetrics",
     "list_params",
 ]
 
@@ -137,6 +138,16 @@ def list_params(options: ListOptions, *, watch: bool = False) -> dict[str, str]:
     if options.send_initial_events is not None:
         params["sendInitialEvents"] = "true" if options.send_initial_events else "false"
     return params
+
+
+class RequestMetrics(Protocol):
+    """Receives one observation per HTTP request a :class:`Client` sends (client-go's
+    ``tools/metrics`` hooks): the method, the answer's status code (``"<error>"``
+    when no answer came), the server's host and the seconds until the answer's
+    headers. Called on the Client's event loop: it must be quick and must not
+    raise. :meth:`kubereflector.metrics.Metrics.rest_client` makes one."""
+
+    def observe(self, method: str, code: str, host: str, seconds: float) -> None: ...
 
 
 class _Transport:
@@ -238,6 +249,8 @@ class Client:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._discovery: Discovery | None = None
+        self.request_metrics: RequestMetrics | None = None
+        """Where each request is reported (``None``: nowhere); set it at any time."""
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -522,6 +535,8 @@ class Client:
             transport = await self._transport(info.client_cert)
             transport.active += 1
             invalid: str | None = None
+            metrics = self.request_metrics
+            started = time.perf_counter() if metrics is not None else 0.0
             try:
                 resp = await transport.session.request(
                     method,
@@ -538,12 +553,24 @@ class Client:
                 # server's bytes in the message and our request headers in its repr:
                 # raised below, outside this block, so that nothing chains it.
                 invalid = " ".join(self._redactor.text(err.message).split())
-            except BaseException:
+            except BaseException as err:
+                if metrics is not None and not isinstance(err, asyncio.CancelledError):
+                    metrics.observe(
+                        method, "<error>", url.host or "", time.perf_counter() - started
+                    )
                 await self._release(transport)
                 raise
             if invalid is not None:
+                if metrics is not None:
+                    metrics.observe(
+                        method, "<error>", url.host or "", time.perf_counter() - started
+                    )
                 await self._release(transport)
                 raise DecodeError(f"the answer is not valid HTTP: {invalid}", url=_safe(url))
+            if metrics is not None:
+                metrics.observe(
+                    method, str(resp.status), url.host or "", time.perf_counter() - started
+                )
             if resp.status == 401 and attempt == 0:
                 logger.debug("401 from %s: refreshing credentials and retrying once", _safe(url))
                 resp.close()  # its body is not needed (and could be endless): drop it
