@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: test lint typecheck pytest docs bench demo clean
+.PHONY: test lint typecheck pytest docs bench demo clean fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,12 @@ bench: $(BENCH_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/kubereflector demo
+
+# A longer fuzz campaign than the one `make test` runs (200 examples per test):
+# `make fuzz FUZZ_EXAMPLES=100000`. Hypothesis keeps what it found in .hypothesis/.
+FUZZ_EXAMPLES ?= 20000
+fuzz: $(STAMP)
+	KUBEREFLECTOR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/fuzz -o timeout=0
 
 clean:
 	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache

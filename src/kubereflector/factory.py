@@ -161,8 +161,11 @@ class _FactoryBase:
         custom_resync: Mapping[str, float] | None = None,
     ) -> None:
         from .client.config import ClientConfig
+        from .client.paths import validate_namespace
         from .client.rest import Client
 
+        if namespace:
+            validate_namespace(namespace)  # fail here, not in every informer's first list
         if default_resync < 0:
             raise ValueError(f"default_resync must be >= 0 (got {default_resync})")
         custom = dict(custom_resync or {})
@@ -541,7 +544,8 @@ class SharedInformerFactory(_FactoryBase):
     the Client, uses it on its loop and closes it at shutdown).
 
     Every informer lists and watches ``namespace`` (``None``: all namespaces;
-    ignored for cluster-scoped resources), has a namespace index
+    ignored for cluster-scoped resources; ``ValueError`` here unless it is a
+    DNS-1123 label), has a namespace index
     (:data:`~kubereflector.NAMESPACE_INDEX`), applies ``transform`` (see
     :meth:`SharedIndexInformer.set_transform
     <kubereflector.SharedIndexInformer.set_transform>`) and passes the options

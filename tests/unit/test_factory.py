@@ -578,6 +578,8 @@ def test_arguments_are_checked(factory_class: type[SharedInformerFactory]) -> No
         factory_class(FakeClient(), default_resync=-1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="custom_resync"):
         factory_class(FakeClient(), custom_resync={"pods": -1})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"invalid namespace '\.\./kube-system'"):
+        factory_class(FakeClient(), namespace="../kube-system")  # type: ignore[arg-type]
     factory = factory_class(FakeClient())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="name or a ResourceInfo"):
         factory.informer_for(42)  # type: ignore[arg-type]

@@ -424,6 +424,21 @@ async def test_wrong_kind_and_malformed_objects_are_logged_and_skipped(
     assert "metadata.name" in caplog.text
     assert "'WEIRD'" in caplog.text
     assert "hunter2" not in caplog.text
+    # Every skipped event names the resource it came from (ResourceListWatch: its URL).
+    assert len(caplog.records) == 4
+    assert all("scripted pods" in record.getMessage() for record in caplog.records)
+
+
+async def test_an_error_event_without_a_status_ends_the_cycle_without_showing_it() -> None:
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([], "10"))
+    lw.watches.append([WatchEvent("ERROR", "token hunter2")])
+    reflector, _, _, errors = make(lw, max_internal_error_retry_duration=0)
+    async with running(reflector):
+        await settle()
+    assert str(errors[0]) == (
+        "500 InternalError: a watch ERROR event of scripted pods carried a str instead of a Status"
+    )
 
 
 # -- watch-list ---------------------------------------------------------------
@@ -521,7 +536,10 @@ async def test_watch_list_with_an_expired_rv_retries_from_the_newest() -> None:
 # -- stalls, resync, cancellation -------------------------------------------------
 
 
-async def test_a_silent_watch_is_restarted_after_the_idle_limit() -> None:
+async def test_a_silent_watch_is_restarted_after_the_idle_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="kubereflector.reflector")
     lw = ScriptedListerWatcher()
     lw.lists.append(ListResult([], "10"))
     gate = asyncio.Event()
@@ -537,6 +555,12 @@ async def test_a_silent_watch_is_restarted_after_the_idle_limit() -> None:
         assert lw.closed_watches == 1
         assert reflector.stats().stalls == 1
         assert errors == []
+    (stall,) = [r for r in caplog.records if "silent" in r.getMessage()]
+    assert stall.levelno == logging.INFO
+    assert stall.getMessage() == (
+        f"{reflector.name}: the watch of scripted pods was silent for at least 60 s (no event "
+        "or bookmark; the idle limit is 60 s): treating it as dead; watching again"
+    )
 
 
 async def test_resync_runs_every_period_when_allowed() -> None:
