@@ -97,6 +97,7 @@ from .queue import PopProcessFunc, Queue, QueueClosed, QueueEmpty
 # -- reflector.py --
 from .reflector import (
     Reflector,
+    ReflectorOptions,
     ReflectorStats,
     VeryShortWatchError,
     WatchErrorHandler,
@@ -204,6 +205,7 @@ __all__ = [
     "RealClock",
     "RealFIFO",
     "Reflector",
+    "ReflectorOptions",
     "ReflectorStats",
     "ReflectorStore",
     "Registration",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from .store import Cache, ReflectorStore, ResourceVersionUpdater
 
 __all__ = [
     "Reflector",
+    "ReflectorOptions",
     "ReflectorStats",
     "VeryShortWatchError",
     "WatchErrorHandler",
@@ -61,6 +63,134 @@ def default_watch_error_handler(reflector: Reflector, err: BaseException) -> Non
         logger.info("%s: %s", reflector.name, err)
     else:
         logger.warning("%s: list-and-watch failed: %s", reflector.name, err)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReflectorOptions:
+    """How a Reflector lists, watches and recovers: client-go's ``ReflectorOptions``
+    plus what client-go hard-codes, in one immutable value.
+
+    Pass one to :class:`Reflector`, :class:`~kubereflector.Controller`,
+    :class:`~kubereflector.SharedIndexInformer` or
+    :class:`~kubereflector.SharedInformerFactory` (a default for every informer,
+    and per resource). Derive a variant with ``dataclasses.replace(options,
+    idle_timeout=30)``. The defaults are client-go's where it has one; each field
+    says why. Raises ``ValueError`` (naming the field) for a value out of range,
+    ``TypeError`` for one of the wrong type.
+    """
+
+    idle_timeout: float | None = 90.0
+    """Seconds a watch may deliver nothing, not even a bookmark, before it is taken
+    for dead and opened again from the last resourceVersion (``None``: never).
+    API servers send a bookmark about every minute on watches that ask for them,
+    so a longer silence means a connection that died without a FIN (a NAT or a
+    load balancer forgot it): the watch would otherwise hang forever, the most
+    reported watch bug in Python clients. client-go has no such timer."""
+
+    min_watch_timeout: float = 300.0
+    """Each watch asks the server to end it after a random ``[min, 2*min)``
+    seconds (``timeoutSeconds``), after which it is opened again from the last
+    resourceVersion: client-go's 5 minutes, which spreads the reconnects of many
+    clients and lets them rebalance across API servers."""
+
+    page_size: int | None = None
+    """The ``limit`` of each list page. ``None``: 500 (client-go's pager default)
+    for lists at ``"0"`` or ``""``, and no limit for a list at a specific
+    resourceVersion, which the API server's watch cache serves whole. Smaller
+    pages cost more requests and less memory per response; a page size set here
+    applies to lists at a specific resourceVersion too, which the API server
+    then serves from etcd instead of its watch cache."""
+
+    use_watch_list: bool = True
+    """Sync with a watch-list stream (``sendInitialEvents``) first, as client-go's
+    newest informers do: the server streams the state from its watch cache
+    instead of building one large list. A server that refuses it is remembered
+    and listed (paginated) from then on; ``False`` lists from the start."""
+
+    max_internal_error_retry_duration: float = 30.0
+    """Seconds during which watches failing with 500 InternalError are opened
+    again (after backoff) from the last resourceVersion before the Reflector
+    gives up and relists (``0``: relist at the first). The API server's own
+    cacher uses 30 s for etcd losing its leader, which heals within a few
+    seconds: cheaper than every client relisting at once."""
+
+    backoff_initial: float = 0.8
+    """Seconds of the first wait after a failed cycle or a retriable watch error."""
+
+    backoff_factor: float = 2.0
+    """Each consecutive wait is this many times the previous (before jitter)."""
+
+    backoff_cap: float = 30.0
+    """The longest wait before jitter: a recovered server is noticed within it."""
+
+    backoff_jitter: float = 1.0
+    """Each wait is stretched by a random ``[0, jitter)`` of itself, so clients that
+    failed together do not all return at the same instant (``0``: none)."""
+
+    backoff_reset_after: float = 120.0
+    """After this many seconds without a wait, the next starts at ``backoff_initial``
+    again. These five are client-go's Reflector backoff (0.8 s doubling to 30 s,
+    jitter 1.0, reset after 2 minutes)."""
+
+    def __post_init__(self) -> None:
+        if self.idle_timeout is not None:
+            _check_positive(self, "idle_timeout")
+        if self.page_size is not None:
+            if isinstance(self.page_size, bool) or not isinstance(self.page_size, int):
+                raise TypeError(f"page_size must be an int or None (got {self.page_size!r})")
+            _check_positive(self, "page_size")
+        if not isinstance(self.use_watch_list, bool):
+            raise TypeError(f"use_watch_list must be a bool (got {self.use_watch_list!r})")
+        for name in ("min_watch_timeout", "backoff_initial", "backoff_reset_after"):
+            _check_positive(self, name)
+        for name in ("max_internal_error_retry_duration", "backoff_jitter"):
+            _check_number(self, name)
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0 (got {getattr(self, name)!r})")
+        _check_number(self, "backoff_factor")
+        if self.backoff_factor < 1:
+            raise ValueError(f"backoff_factor must be >= 1 (got {self.backoff_factor!r})")
+        _check_number(self, "backoff_cap")
+        if self.backoff_cap < self.backoff_initial:
+            raise ValueError(
+                f"backoff_cap must be >= backoff_initial (got {self.backoff_cap!r} "
+                f"and {self.backoff_initial!r})"
+            )
+
+    def new_backoff(self, clock: Clock) -> Backoff:
+        """A fresh :class:`~kubereflector.Backoff` with these settings, on ``clock``."""
+        return Backoff(
+            self.backoff_initial,
+            self.backoff_factor,
+            self.backoff_cap,
+            self.backoff_jitter,
+            self.backoff_reset_after,
+            clock=clock,
+        )
+
+
+def checked_options(options: object, what: str) -> ReflectorOptions:
+    """``options`` (``None``: the defaults); raises ``TypeError`` naming ``what``
+    for anything but a :class:`ReflectorOptions`."""
+    if options is None:
+        return ReflectorOptions()
+    if not isinstance(options, ReflectorOptions):
+        raise TypeError(f"{what} must be ReflectorOptions, not {type(options).__name__}")
+    return options
+
+
+def _check_number(options: ReflectorOptions, name: str) -> None:
+    value = getattr(options, name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number (got {value!r})")
+    if math.isnan(value):
+        raise ValueError(f"{name} must be a number (got {value!r})")
+
+
+def _check_positive(options: ReflectorOptions, name: str) -> None:
+    _check_number(options, name)
+    if getattr(options, name) <= 0:
+        raise ValueError(f"{name} must be > 0 (got {getattr(options, name)!r})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +224,10 @@ class Reflector:
     them from then on. An object of the wrong kind (with ``expected_kind``) or
     without metadata, and an object the store rejects (e.g. no name), is logged
     by key and skipped: it never breaks the watch.
+
+    ``options`` (:class:`ReflectorOptions`) tune listing, watching and recovery;
+    ``backoff`` replaces the Backoff built from them with an object of your own
+    (e.g. one that reports its waits). ``clock`` drives every wait.
     """
 
     def __init__(
@@ -105,38 +239,25 @@ class Reflector:
         expected_kind: str | None = None,
         resync_period: float = 0,
         should_resync: Callable[[], bool] | None = None,
-        page_size: int | None = None,
-        use_watch_list: bool = True,
-        min_watch_timeout: float = 300,
-        idle_timeout: float | None = 90.0,
-        max_internal_error_retry_duration: float = 30.0,
+        options: ReflectorOptions | None = None,
         backoff: Backoff | None = None,
         clock: Clock | None = None,
         on_watch_error: WatchErrorHandler | None = None,
     ) -> None:
-        if resync_period < 0 or min_watch_timeout <= 0:
-            raise ValueError(
-                f"resync_period must be >= 0 and min_watch_timeout > 0 "
-                f"(got {resync_period} and {min_watch_timeout})"
-            )
-        if page_size is not None and page_size <= 0:
-            raise ValueError(f"page_size must be positive (got {page_size})")
-        if idle_timeout is not None and idle_timeout <= 0:
-            raise ValueError(f"idle_timeout must be positive or None (got {idle_timeout})")
+        if resync_period < 0:
+            raise ValueError(f"resync_period must be >= 0 (got {resync_period})")
         self._lw = lister_watcher
         self._store = store
         self.expected_kind = expected_kind
         self.name = name or f"reflector({expected_kind or type(lister_watcher).__name__})"
         self.resync_period = resync_period
         self.should_resync = should_resync
-        self.page_size = page_size
-        self.min_watch_timeout = min_watch_timeout
-        self.idle_timeout = idle_timeout
+        self._options = options = checked_options(options, "options")
         self.clock: Clock = clock if clock is not None else RealClock()
-        self.backoff = backoff if backoff is not None else Backoff(clock=self.clock)
+        self.backoff = backoff if backoff is not None else options.new_backoff(self.clock)
         self.on_watch_error: WatchErrorHandler = on_watch_error or default_watch_error_handler
-        self._internal_retry = _relist.InternalErrorRetry(max_internal_error_retry_duration)
-        self._use_watch_list = use_watch_list
+        self._internal_retry = _relist.InternalErrorRetry(options.max_internal_error_retry_duration)
+        self._use_watch_list = options.use_watch_list
         self._last_sync_rv = ""
         self._rv_unavailable = False
         self._paginated_result = False
@@ -152,6 +273,11 @@ class Reflector:
     @property
     def store(self) -> ReflectorStore:
         return self._store
+
+    @property
+    def options(self) -> ReflectorOptions:
+        """The settings this Reflector runs with."""
+        return self._options
 
     @property
     def last_sync_resource_version(self) -> str:
@@ -246,7 +372,7 @@ class Reflector:
 
     async def _paged_list(self, rv: str) -> tuple[list[Any], str, bool]:
         """All pages of a list at ``rv``: (items, resourceVersion, was it paginated)."""
-        limit = _relist.list_page_size(self.page_size, self._paginated_result, rv)
+        limit = _relist.list_page_size(self._options.page_size, self._paginated_result, rv)
         options = ListOptions(resource_version=rv, limit=limit)
         result = await self._lw.list(options)
         items = list(result.items)
@@ -271,7 +397,7 @@ class Reflector:
     # -- watching ---------------------------------------------------------------
 
     def _watch_options(self, watch_list: bool) -> ListOptions:
-        timeout = _relist.watch_timeout_seconds(self.min_watch_timeout, random.random())
+        timeout = _relist.watch_timeout_seconds(self._options.min_watch_timeout, random.random())
         if watch_list:
             return ListOptions(
                 resource_version=_relist.rewatch_resource_version(
@@ -353,20 +479,21 @@ class Reflector:
         The stream is closed before this returns, also on cancellation.
         """
         self._watches += 1
+        idle_timeout = self._options.idle_timeout
         consumer = asyncio.create_task(self._consume(options, synced))
-        if self.idle_timeout is None:
+        if idle_timeout is None:
             try:
                 return await consumer
             finally:
                 await _cancel_and_wait(consumer)
-        watchdog = asyncio.create_task(self._watchdog(self.idle_timeout))
+        watchdog = asyncio.create_task(self._watchdog(idle_timeout))
         try:
             await asyncio.wait({consumer, watchdog}, return_when=asyncio.FIRST_COMPLETED)
             if consumer.done():
                 return consumer.result()
             self._stalls += 1
             raise WatchStalledError(
-                f"{self.name}: no event or bookmark for {self.idle_timeout:g} s; "
+                f"{self.name}: no event or bookmark for {idle_timeout:g} s; "
                 "treating the watch as dead"
             )
         finally:

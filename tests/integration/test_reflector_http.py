@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 from conftest import Target, WatchedCache
 
-from kubereflector import Backoff, ListOptions, Reflector, UnauthorizedError
+from kubereflector import Backoff, ListOptions, Reflector, ReflectorOptions, UnauthorizedError
 from kubereflector.client import Client, ClientConfig, ResourceListWatch, StaticAuth, load_config
 from kubereflector.testing import ApiServerEmulator
 
@@ -47,9 +47,8 @@ async def test_sync_then_follow_every_change(target: Target, use_watch_list: boo
         await target.create_pod(f"p{i:02d}", {"app": "web" if i % 2 else "db"})
     store = WatchedCache()
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
-    reflector = Reflector(
-        lw, store, page_size=5, use_watch_list=use_watch_list, backoff=fast_backoff()
-    )
+    options = ReflectorOptions(page_size=5, use_watch_list=use_watch_list)
+    reflector = Reflector(lw, store, options=options, backoff=fast_backoff())
     async with reflecting(reflector):
         await in_step(target, store)
         await target.create_pod("new")
@@ -90,7 +89,8 @@ async def test_relists_after_the_history_behind_the_watch_expired(target: Target
         await target.create_pod(f"p{i}")
     store = WatchedCache()
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
-    reflector = Reflector(lw, store, use_watch_list=False, backoff=fast_backoff())
+    options = ReflectorOptions(use_watch_list=False)
+    reflector = Reflector(lw, store, options=options, backoff=fast_backoff())
     async with reflecting(reflector):
         await in_step(target, store)
         lists_before = reflector.stats().lists
@@ -126,7 +126,8 @@ async def test_a_stalled_watch_is_detected_and_reopened(target: Target) -> None:
     await target.create_pod("p0")
     store = WatchedCache()
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
-    reflector = Reflector(lw, store, idle_timeout=0.2, backoff=fast_backoff())
+    options = ReflectorOptions(idle_timeout=0.2)
+    reflector = Reflector(lw, store, options=options, backoff=fast_backoff())
     async with reflecting(reflector):
         await in_step(target, store)
         await server.wait_for_watches(1, resource="pods")

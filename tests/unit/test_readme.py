@@ -82,3 +82,17 @@ async def test_reflector_example_prints_pod_names_every_period(
 async def test_testing_your_own_controller_example() -> None:
     namespace = _run("Testing your own controller")
     await namespace["test_a_missed_delete_reaches_the_handler_as_a_tombstone"]()
+
+
+def test_reflector_options_example() -> None:
+    from kubereflector import ReflectorOptions
+    from kubereflector.client import ClientConfig
+
+    factory = _run("Tuning recovery: ReflectorOptions")["tuned_factory"](
+        ClientConfig(server="https://kube.example:6443")
+    )
+    try:
+        assert factory._reflector_options == ReflectorOptions(idle_timeout=45, backoff_cap=120)
+        assert factory._custom_options["events"].page_size == 200
+    finally:
+        factory.shutdown()

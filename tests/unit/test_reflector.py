@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,11 +17,11 @@ from scripted_lw import BLOCK, RecordingStore, ScriptedListerWatcher, bookmark, 
 
 from kubereflector import (
     ApiError,
-    Backoff,
     ExpiredError,
     ListOptions,
     ListResult,
     Reflector,
+    ReflectorOptions,
     TooLargeResourceVersionError,
     TooManyRequestsError,
     VeryShortWatchError,
@@ -33,19 +34,26 @@ pytestmark = pytest.mark.asyncio
 EXPIRED_STATUS = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
 
 
+OPTION_NAMES = {f.name for f in dataclasses.fields(ReflectorOptions)}
+
+
 def make(
     lw: ScriptedListerWatcher, **kwargs: Any
 ) -> tuple[Reflector, RecordingStore, FakeClock, list[BaseException]]:
+    """A Reflector on a FakeClock; ``kwargs`` naming ReflectorOptions fields go to
+    its options (defaults here: no stall timer, no watch-list, no jitter)."""
     clock = FakeClock()
     store = RecordingStore()
     errors: list[BaseException] = []
-    kwargs.setdefault("idle_timeout", None)
-    kwargs.setdefault("use_watch_list", False)
+    options = {name: kwargs.pop(name) for name in list(kwargs) if name in OPTION_NAMES}
+    options.setdefault("idle_timeout", None)
+    options.setdefault("use_watch_list", False)
+    options.setdefault("backoff_jitter", 0.0)
     reflector = Reflector(
         lw,
         store,
         clock=clock,
-        backoff=Backoff(clock=clock, random=lambda: 0.0),
+        options=ReflectorOptions(**options),
         on_watch_error=lambda _r, err: errors.append(err),
         **kwargs,
     )
@@ -472,7 +480,7 @@ async def test_watch_list_applies_the_stores_transformer_to_initial_objects() ->
     lw.watches.append([WatchEvent("ADDED", pod("a", "5")), bookmark("5", initial_end=True), BLOCK])
     clock = FakeClock()
     store = TransformingStore()
-    reflector = Reflector(lw, store, clock=clock, idle_timeout=None)
+    reflector = Reflector(lw, store, clock=clock, options=ReflectorOptions(idle_timeout=None))
     async with running(reflector):
         ((replaced, _),) = [args for kind, args in store.calls if kind == "replace"]
         assert replaced[0]["transformed"] is True
