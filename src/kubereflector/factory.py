@@ -131,6 +131,12 @@ class _TweakedListerWatcher:
     def watch(self, options: ListOptions) -> WatchStream:
         return self._inner.watch(self._apply(options))
 
+    @property
+    def url(self) -> str | None:
+        """The inner ListerWatcher's ``url``, for logs (see ``Reflector.source``)."""
+        url = getattr(self._inner, "url", None)
+        return url if isinstance(url, str) else None
+
     def __repr__(self) -> str:
         return f"{self._inner!r} (tweaked)"
 

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import math
 import random
+import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -223,7 +224,8 @@ class Reflector:
     Objects reach the store as the ListerWatcher produced them; the store owns
     them from then on. An object of the wrong kind (with ``expected_kind``) or
     without metadata, and an object the store rejects (e.g. no name), is logged
-    by key and skipped: it never breaks the watch.
+    by key and skipped: it never breaks the watch. A resourceVersion that is not
+    a string is ignored (logged once): the Reflector keeps the last good one.
 
     ``options`` (:class:`ReflectorOptions`) tune listing, watching and recovery;
     ``backoff`` replaces the Backoff built from them with an object of your own
@@ -261,6 +263,7 @@ class Reflector:
         self._last_sync_rv = ""
         self._rv_unavailable = False
         self._paginated_result = False
+        self._malformed_rv_logged = False
         # counters (see ReflectorStats)
         self._lists = 0
         self._watches = 0
@@ -278,6 +281,13 @@ class Reflector:
     def options(self) -> ReflectorOptions:
         """The settings this Reflector runs with."""
         return self._options
+
+    @property
+    def source(self) -> str:
+        """What this Reflector lists and watches, for logs: the ListerWatcher's
+        ``url`` when it has one (the HTTP client's does), else its repr."""
+        url = getattr(self._lw, "url", None)
+        return url if isinstance(url, str) and url else repr(self._lw)
 
     @property
     def last_sync_resource_version(self) -> str:
@@ -356,15 +366,15 @@ class Reflector:
         try:
             items, list_rv, paginated = await self._paged_list(rv)
         except ApiError as err:
-            if not (_relist.is_expired(err) or _relist.is_too_large_resource_version(err)):
+            if rv == "" or not _relist.is_resource_version_unavailable(err):
                 raise
-            logger.info("%s: resourceVersion %r unavailable (%s); listing anew", self.name, rv, err)
-            self._rv_unavailable = True
-            rv = _relist.relist_resource_version(self._last_sync_rv, self._rv_unavailable)
+            self._resource_version_unavailable(rv, err)
+            rv = ""
             items, list_rv, paginated = await self._paged_list(rv)
         if rv == "0" and paginated:
             self._paginated_result = True
         self._rv_unavailable = False
+        list_rv = self._recordable(list_rv, "list")
         self._store.replace(items, list_rv)
         self._lists += 1
         self._synced_to(list_rv)
@@ -428,6 +438,9 @@ class Reflector:
                 now = self.clock.now()
                 self._internal_retry.after(err, now)
                 action = _relist.classify_watch_error(err, self._internal_retry.should_retry(now))
+                if action is WatchAction.RELIST_CURRENT:
+                    self._resource_version_unavailable(self._last_sync_rv, err)
+                    raise
                 if action is WatchAction.END_CYCLE:
                     raise
                 logger.debug("%s: watch ended (%s); watching again", self.name, err)
@@ -459,10 +472,12 @@ class Reflector:
             logger.info("%s: watch-list failed (%s); backing off", self.name, err)
             await self.backoff.wait(at_least=_relist.retry_after(err))
             return True
-        if _relist.is_expired(err) or _relist.is_too_large_resource_version(err):
-            self._rv_unavailable = True
+        unavailable = _relist.is_resource_version_unavailable(err)
+        if unavailable and not self._rv_unavailable:
+            # Once more at "", the current state; refused even there: list (below).
+            self._resource_version_unavailable(self._last_sync_rv, err)
             return True
-        if _relist.refuses_watch_list(err):
+        if not unavailable and _relist.refuses_watch_list(err):
             logger.info("%s: the server does not support watch-list (%s); listing", self.name, err)
             self._use_watch_list = False
         else:
@@ -581,6 +596,8 @@ class Reflector:
                     )
                     continue
                 rv = meta.get("resourceVersion") if type(meta) is dict else _resource_version(meta)
+                if type(rv) is not str:
+                    rv = self._recordable(rv, etype)
                 if etype == BOOKMARK:
                     if initial is not None and _relist.is_initial_events_end(meta):
                         final_rv = rv or initial_rv
@@ -625,6 +642,41 @@ class Reflector:
         self._last_sync_rv = rv
         if isinstance(self._store, ResourceVersionUpdater):
             self._store.update_resource_version(rv)
+
+    def _recordable(self, rv: object, what: str) -> str:
+        """``rv`` if it can be recorded, else ``""`` (absent); a malformed one is
+        logged, at WARNING the first time (then DEBUG: a broken server would
+        flood the log)."""
+        if _relist.is_malformed_resource_version(rv):
+            level = logging.DEBUG if self._malformed_rv_logged else logging.WARNING
+            self._malformed_rv_logged = True
+            logger.log(
+                level,
+                "%s: the resourceVersion of a %s from %s is not a string (%s %s); "
+                "ignored, resourceVersion stays %r",
+                self.name,
+                what,
+                self.source,
+                type(rv).__name__,
+                reprlib.repr(rv),
+                self._last_sync_rv,
+            )
+        return _relist.resource_version_of(rv)
+
+    def _resource_version_unavailable(self, rv: str, err: BaseException) -> None:
+        """``rv`` cannot be served (expired, too large, refused as invalid): the
+        next sync is at ``""``, the current state."""
+        self._rv_unavailable = True
+        if _relist.is_invalid_resource_version(err):
+            logger.warning(
+                "%s: the server refused resourceVersion %r as invalid (%s); "
+                "syncing from the current state",
+                self.name,
+                rv,
+                err,
+            )
+        else:
+            logger.info("%s: resourceVersion %r unavailable (%s); syncing anew", self.name, rv, err)
 
     async def _resync_loop(self, synced: asyncio.Event) -> None:
         """Every ``resync_period`` (once synced), ``store.resync()`` if ``should_resync`` agrees."""

@@ -81,6 +81,16 @@ class ResourceListWatch:
             info = self._info = await self.client.discovery.resolve(self._name)
         return info
 
+    @property
+    def url(self) -> str:
+        """The collection URL this lists and watches, for logs
+        (``https://host:6443/api/v1/namespaces/default/pods``); until discovery
+        has resolved the resource, the server and the name asked for."""
+        info = self._info
+        if info is None:
+            return f"{self.client.server} ({self._name})"
+        return self.client.server + info.api_path(self.namespace)
+
     async def path(self) -> str:
         """The collection path requests go to (``/api/v1/namespaces/default/pods``)."""
         return (await self.resource_info()).api_path(self.namespace)
