@@ -1,12 +1,21 @@
-# `make test` and `make demo` set themselves up: they create .venv/ at the repo root
-# and install the package with its extras the first time (and again when
-# pyproject.toml changes); afterwards they only run.
-PYTHON ?= python3
-VENV := .venv
+# `make test` and `make demo` set themselves up: they create a virtualenv at the
+# repo root and install the package with its extras the first time (and again
+# when pyproject.toml changes); afterwards they only run.
+#
+# The interpreter: `python3` by default, in .venv/. Name another with PYTHON=
+# (`make test PYTHON=python3.13`, or a path): it gets a virtualenv of its own,
+# .venv-3.13/. `make test-all-pythons` runs ruff and mypy once, then the tests
+# under every supported CPython .ci/find-pythons finds (PATH, pyenv).
+ifdef PYTHON
+VENV ?= .venv-$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+else
+PYTHON := python3
+VENV ?= .venv
+endif
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench demo clean
+.PHONY: test lint typecheck pytest test-all-pythons bench demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +35,16 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest -q
 
+# ruff and mypy do not depend on the interpreter (mypy checks for 3.10, the
+# oldest supported): they run once; the tests run under each CPython found.
+test-all-pythons: lint typecheck
+	@found=$$(.ci/find-pythons); \
+	if [ -z "$$found" ]; then echo "no supported CPython (>= 3.10) found"; exit 1; fi; \
+	echo "$$found" | while read -r version path; do \
+		echo "== pytest on CPython $$version ($$path)"; \
+		$(MAKE) --no-print-directory pytest PYTHON="$$path" VENV=".venv-$$version" || exit 1; \
+	done
+
 # Benchmarks print tables with ratios against peers measured in the same run;
 # nothing in them is asserted by the tests.
 bench: $(STAMP)
@@ -37,4 +56,4 @@ demo: $(STAMP)
 	$(BIN)/kubereflector demo
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-3.* .mypy_cache .pytest_cache .ruff_cache
