@@ -264,6 +264,8 @@ class Reflector:
         self._rv_unavailable = False
         self._paginated_result = False
         self._malformed_rv_logged = False
+        # The RV held when a change came with an unusable RV (None: none since).
+        self._stale_rv: str | None = None
         # counters (see ReflectorStats)
         self._lists = 0
         self._watches = 0
@@ -338,6 +340,8 @@ class Reflector:
         :class:`VeryShortWatchError`, the list's error, ...).
         """
         synced = asyncio.Event()
+        if self._take_stale_rv():
+            self._rv_unavailable = True  # sync at "" (see _relist_instead_of_replaying)
         use_watch_list = self._use_watch_list
         if not use_watch_list:
             await self._list()
@@ -427,6 +431,8 @@ class Reflector:
     async def _watch_loop(self, synced: asyncio.Event, watch_list: bool) -> None:
         """Open watches one after another until an error ends the cycle."""
         while True:
+            if self._take_stale_rv():
+                await self._relist_instead_of_replaying()
             start = self.clock.now()
             try:
                 count = await self._stream(self._watch_options(watch_list), synced)
@@ -597,6 +603,8 @@ class Reflector:
                     continue
                 rv = meta.get("resourceVersion") if type(meta) is dict else _resource_version(meta)
                 if type(rv) is not str:
+                    if initial is None and etype != BOOKMARK:
+                        self._note_unusable_rv_of_a_change(rv)
                     rv = self._recordable(rv, etype)
                 if etype == BOOKMARK:
                     if initial is not None and _relist.is_initial_events_end(meta):
@@ -662,6 +670,31 @@ class Reflector:
                 self._last_sync_rv,
             )
         return _relist.resource_version_of(rv)
+
+    def _note_unusable_rv_of_a_change(self, rv: object) -> None:
+        """A change reached the store without a usable RV: the RV held is behind it."""
+        if _relist.is_malformed_resource_version(rv):
+            self._stale_rv = self._last_sync_rv
+
+    def _take_stale_rv(self) -> bool:
+        """Whether the last change applied came with a malformed RV and no usable
+        RV came after it (so the RV held is behind the store); forgets it."""
+        stale = self._stale_rv is not None and self._stale_rv == self._last_sync_rv
+        self._stale_rv = None
+        return stale
+
+    async def _relist_instead_of_replaying(self) -> None:
+        """The last change applied came with a malformed RV and none came after:
+        watching from the RV held would deliver the changes since a second time
+        (a handler would get a second delete), so list at ``""`` instead."""
+        logger.info(
+            "%s: a change came without a usable resourceVersion; listing instead of "
+            "watching again from %r",
+            self.name,
+            self._last_sync_rv,
+        )
+        self._rv_unavailable = True
+        await self._list()
 
     def _resource_version_unavailable(self, rv: str, err: BaseException) -> None:
         """``rv`` cannot be served (expired, too large, refused as invalid): the

@@ -551,6 +551,7 @@ async def test_a_resource_version_that_is_not_a_string_is_ignored_and_logged_onc
             gate,
         ]
     )
+    lw.lists.append(ListResult([pod("a", "12"), pod("b", "11")], "20"))
     reflector, store, _, errors = make(lw)
     with caplog.at_level(logging.DEBUG, logger="kubereflector.reflector"):
         async with running(reflector):
@@ -558,16 +559,44 @@ async def test_a_resource_version_that_is_not_a_string_is_ignored_and_logged_onc
             assert store.get_by_key("default/a")["spec"] == {"x": 1}
             assert reflector.last_sync_resource_version == "10"
             assert store.last_store_sync_resource_version() == "10"
-            gate.set()  # the stream ends: the next watch starts from the last good RV
+            gate.set()  # the stream ends; watching from "10" would replay a and b: list
             await settle()
-            assert rvs(lw.watch_calls) == ["10", "10"]
+            assert rvs(lw.list_calls) == ["0", ""]
+            assert rvs(lw.watch_calls) == ["10", "20"]
+            assert store.call_kinds() == ["replace", "add", "update", "replace"]
     assert errors == []
     notes = [r for r in caplog.records if "is not a string" in r.getMessage()]
     assert [r.levelno for r in notes] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+    assert "listing instead of watching again from '10'" in caplog.text
     message = notes[0].getMessage()
     assert "https://kube.example:6443/api/v1/pods" in message
     assert f"({type(value).__name__} " in message
     assert "resourceVersion stays '10'" in message
+
+
+async def test_a_usable_rv_after_a_malformed_one_lets_the_watch_resume_without_a_list() -> None:
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([pod("a", "5")], "10"))
+    lw.watches.append([WatchEvent("ADDED", pod("b", {"bad": 1})), bookmark("12")])
+    reflector, store, _, _ = make(lw)
+    async with running(reflector):
+        assert rvs(lw.watch_calls) == ["10", "12"]  # the bookmark is past b's change
+        assert rvs(lw.list_calls) == ["0"]
+        assert store.names() == ["default/a", "default/b"]
+
+
+async def test_a_malformed_rv_before_a_failed_cycle_makes_the_next_sync_current() -> None:
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([pod("a", "5")], "10"))
+    lw.watches.append(
+        [WatchEvent("DELETED", pod("a", {"bad": 1})), WatchEvent("ERROR", EXPIRED_STATUS)]
+    )
+    lw.lists.append(ListResult([], "30"))
+    reflector, store, clock, _ = make(lw)
+    async with running(reflector):
+        await clock.advance(0.8)
+        assert rvs(lw.list_calls) == ["0", ""]  # not at "10", from before the delete
+        assert store.names() == []
 
 
 async def test_a_list_resource_version_that_is_not_a_string_is_ignored(
