@@ -15,7 +15,7 @@ endif
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest test-all-pythons bench demo clean
+.PHONY: test lint typecheck pytest test-all-pythons fault-campaign bench demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,16 @@ test-all-pythons: lint typecheck
 		echo "== pytest on CPython $$version ($$path)"; \
 		$(MAKE) --no-print-directory pytest PYTHON="$$path" VENV=".venv-$$version" || exit 1; \
 	done
+
+# tests/property/test_http_fault_schedules.py runs a few randomized fault
+# schedules over HTTP in every `make test`; this runs SCHEDULES more, from a
+# random first seed (or SEED=...), e.g. `make fault-campaign SCHEDULES=2000`.
+SCHEDULES ?= 300
+fault-campaign: $(STAMP)
+	@seed=$${SEED:-$$($(BIN)/python -c 'import random; print(random.randrange(10**6))')}; \
+	echo "fault schedules, seeds $$seed to $$((seed + $(SCHEDULES) - 1))"; \
+	KUBEREFLECTOR_FAULT_SEED=$$seed KUBEREFLECTOR_FAULT_SCHEDULES=$(SCHEDULES) \
+		$(BIN)/pytest -q tests/property/test_http_fault_schedules.py
 
 # Benchmarks print tables with ratios against peers measured in the same run;
 # nothing in them is asserted by the tests.
