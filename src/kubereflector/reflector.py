@@ -264,7 +264,7 @@ class Reflector:
         self._rv_unavailable = False
         self._paginated_result = False
         self._malformed_rv_logged = False
-        # The RV held when a change came with an unusable RV (None: none since).
+        # The RV held when a change came with a malformed RV (None: none since).
         self._stale_rv: str | None = None
         # counters (see ReflectorStats)
         self._lists = 0
@@ -603,9 +603,7 @@ class Reflector:
                     continue
                 rv = meta.get("resourceVersion") if type(meta) is dict else _resource_version(meta)
                 if type(rv) is not str:
-                    if initial is None and etype != BOOKMARK:
-                        self._note_unusable_rv_of_a_change(rv)
-                    rv = self._recordable(rv, etype)
+                    rv = self._recordable(rv, etype, change=initial is None and etype != BOOKMARK)
                 if etype == BOOKMARK:
                     if initial is not None and _relist.is_initial_events_end(meta):
                         final_rv = rv or initial_rv
@@ -651,11 +649,14 @@ class Reflector:
         if isinstance(self._store, ResourceVersionUpdater):
             self._store.update_resource_version(rv)
 
-    def _recordable(self, rv: object, what: str) -> str:
-        """``rv`` if it can be recorded, else ``""`` (absent); a malformed one is
+    def _recordable(self, rv: object, what: str, *, change: bool = False) -> str:
+        """``rv`` if it can be recorded, else ``""`` (absent). A malformed one is
         logged, at WARNING the first time (then DEBUG: a broken server would
-        flood the log)."""
+        flood the log); on a ``change`` applied to the store it also leaves the
+        RV held behind the store (see :meth:`_take_stale_rv`)."""
         if _relist.is_malformed_resource_version(rv):
+            if change:
+                self._stale_rv = self._last_sync_rv
             level = logging.DEBUG if self._malformed_rv_logged else logging.WARNING
             self._malformed_rv_logged = True
             logger.log(
@@ -670,11 +671,6 @@ class Reflector:
                 self._last_sync_rv,
             )
         return _relist.resource_version_of(rv)
-
-    def _note_unusable_rv_of_a_change(self, rv: object) -> None:
-        """A change reached the store without a usable RV: the RV held is behind it."""
-        if _relist.is_malformed_resource_version(rv):
-            self._stale_rv = self._last_sync_rv
 
     def _take_stale_rv(self) -> bool:
         """Whether the last change applied came with a malformed RV and no usable

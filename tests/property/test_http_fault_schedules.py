@@ -28,11 +28,11 @@ import contextlib
 import logging
 import os
 import random
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from handler_views import AsyncView, View, key_of, rv_of
 
 from kubereflector import ApiError, ReflectorOptions, SharedIndexInformer
 from kubereflector.client import Client, ResourceListWatch, load_config
@@ -48,75 +48,6 @@ CONVERGE = 20.0
 
 FAILURES = [500, 500, 429, 410, 503, 504, 401]
 BAD_RESOURCE_VERSIONS: list[Any] = [{"rv": 1}, 7, 7.5, ["1"], "abc"]
-
-
-def _key(obj: Any) -> str:
-    key = getattr(obj, "key", None)  # a DeletedFinalStateUnknown
-    if isinstance(key, str):
-        return key
-    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
-
-
-def _rv(obj: Any) -> str:
-    return str(getattr(obj, "obj", obj)["metadata"]["resourceVersion"])
-
-
-class View:
-    """A handler that mirrors the cache from its notifications and checks each step:
-    an add of a key it holds, an update from an object it does not hold, or a
-    delete of a key it does not hold would be a change lost or doubled."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, str] = {}
-        self.violations: list[str] = []
-        self._lock = threading.Lock()
-        self.changed = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-
-    def _step(self) -> None:
-        self._loop.call_soon_threadsafe(self.changed.set)
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        with self._lock:
-            key = _key(obj)
-            if key in self.objects:
-                self.violations.append(f"add of {key}, already held")
-            self.objects[key] = _rv(obj)
-        self._step()
-
-    def on_update(self, old: Any, new: Any) -> None:
-        with self._lock:
-            key = _key(new)
-            if self.objects.get(key) != _rv(old):
-                self.violations.append(
-                    f"update of {key} from {_rv(old)}, holding {self.objects.get(key)}"
-                )
-            self.objects[key] = _rv(new)
-        self._step()
-
-    def on_delete(self, obj: Any) -> None:
-        with self._lock:
-            key = _key(obj)
-            if self.objects.pop(key, None) is None:
-                self.violations.append(f"delete of {key}, not held")
-        self._step()
-
-    def snapshot(self) -> tuple[dict[str, str], list[str]]:
-        with self._lock:
-            return dict(self.objects), list(self.violations)
-
-
-class AsyncView(View):
-    async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:  # type: ignore[override]
-        await asyncio.sleep(0)
-        super().on_add(obj, is_in_initial_list)
-
-    async def on_update(self, old: Any, new: Any) -> None:  # type: ignore[override]
-        super().on_update(old, new)
-
-    async def on_delete(self, obj: Any) -> None:  # type: ignore[override]
-        await asyncio.sleep(0)
-        super().on_delete(obj)
 
 
 def schedule(seed: int) -> tuple[ReflectorOptions, list[tuple[Any, ...]]]:
@@ -254,7 +185,7 @@ async def _run_schedule(seed: int, errors: list[logging.LogRecord]) -> None:
                 await _converge(
                     clock, views, lambda: all(v.snapshot()[0] == expected for v in views)
                 )
-                cached = {_key(o): _rv(o) for o in informer.store.list()}
+                cached = {key_of(o): rv_of(o) for o in informer.store.list()}
                 assert cached == expected
                 for view in views:
                     assert view.snapshot() == (expected, [])
@@ -270,17 +201,12 @@ async def _run_schedule(seed: int, errors: list[logging.LogRecord]) -> None:
 async def _converge(clock: FakeClock, views: list[View], done: Callable[[], bool]) -> None:
     """Until ``done()``, for at most CONVERGE real seconds: virtual time moves on
     half a second at a time (past backoffs and stall timers), each step followed
-    by a short wait for a view to change (plain handlers run on threads)."""
+    by a short wait for a change (plain handlers run on threads)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + CONVERGE
     while not done() and loop.time() < deadline:
-        for view in views:
-            view.changed.clear()
         await clock.advance(0.5)
-        changes = [asyncio.ensure_future(view.changed.wait()) for view in views]
-        await asyncio.wait(changes, timeout=0.01)
-        for change in changes:
-            change.cancel()
+        await views[0].until(lambda _objects: done(), timeout=0.01)
 
 
 class _ErrorRecords(logging.Handler):
