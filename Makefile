@@ -15,15 +15,15 @@ endif
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest test-all-pythons fault-campaign bench demo clean
+.PHONY: test lint typecheck pytest docs test-all-pythons fault-campaign bench demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
@@ -35,9 +35,13 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest -q
 
-# ruff and mypy do not depend on the interpreter (mypy checks for 3.10, the
-# oldest supported): they run once; the tests run under each CPython found.
-test-all-pythons: lint typecheck
+# The documentation site, built with --strict: a broken reference or link fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+
+# ruff, mypy and the docs do not depend on the interpreter (mypy checks for 3.10,
+# the oldest supported): they run once; the tests run under each CPython found.
+test-all-pythons: lint typecheck docs
 	@found=$$(.ci/find-pythons); \
 	if [ -z "$$found" ]; then echo "no supported CPython (>= 3.10) found"; exit 1; fi; \
 	echo "$$found" | while read -r version path; do \
@@ -66,4 +70,4 @@ demo: $(STAMP)
 	$(BIN)/kubereflector demo
 
 clean:
-	rm -rf $(VENV) .venv-3.* .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-3.* site .mypy_cache .pytest_cache .ruff_cache
