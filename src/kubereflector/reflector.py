@@ -266,6 +266,8 @@ class Reflector:
         self._malformed_rv_logged = False
         # The RV held when a change came with a malformed RV (None: none since).
         self._stale_rv: str | None = None
+        # The open watch started at "" or "0" and no bookmark has come since.
+        self._unanchored = False
         # counters (see ReflectorStats)
         self._lists = 0
         self._watches = 0
@@ -433,6 +435,10 @@ class Reflector:
         while True:
             if self._take_stale_rv():
                 await self._relist_instead_of_replaying()
+            if not watch_list and self._last_sync_rv in ("", "0"):
+                # A server starts such a watch with its state as ADDED events, whose
+                # resourceVersions are no position in the stream (only a bookmark's is).
+                self._unanchored = True
             start = self.clock.now()
             try:
                 count = await self._stream(self._watch_options(watch_list), synced)
@@ -620,6 +626,8 @@ class Reflector:
                             "%s: watch-list synced at resourceVersion %s", self.name, final_rv
                         )
                         continue
+                    if rv:
+                        self._unanchored = False
                 elif etype in (ADDED, MODIFIED, DELETED):
                     if transformer is not None and etype != DELETED:
                         obj = transformer(obj)
@@ -673,19 +681,25 @@ class Reflector:
         return _relist.resource_version_of(rv)
 
     def _take_stale_rv(self) -> bool:
-        """Whether the last change applied came with a malformed RV and no usable
-        RV came after it (so the RV held is behind the store); forgets it."""
-        stale = self._stale_rv is not None and self._stale_rv == self._last_sync_rv
+        """Whether the RV held is no position to watch from again, and forgets it:
+        the last change applied came with a malformed RV and no usable RV came
+        after it (so the RV held is behind the store), or the watch started at
+        ``""``/``"0"`` and no bookmark came (so the RV held is an object's, from
+        the state the server sent first, not the stream's)."""
+        stale = self._unanchored or (
+            self._stale_rv is not None and self._stale_rv == self._last_sync_rv
+        )
         self._stale_rv = None
+        self._unanchored = False
         return stale
 
     async def _relist_instead_of_replaying(self) -> None:
-        """The last change applied came with a malformed RV and none came after:
-        watching from the RV held would deliver the changes since a second time
-        (a handler would get a second delete), so list at ``""`` instead."""
+        """The RV held is no position in the stream (see :meth:`_take_stale_rv`):
+        watching again from it would deliver changes a second time, or a delete
+        of an object never seen, so list at ``""`` instead."""
         logger.info(
-            "%s: a change came without a usable resourceVersion; listing instead of "
-            "watching again from %r",
+            "%s: resourceVersion %r is no position in the watch stream; listing "
+            "instead of watching again from it",
             self.name,
             self._last_sync_rv,
         )

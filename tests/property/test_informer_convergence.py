@@ -19,7 +19,7 @@ import contextlib
 from typing import Any
 
 from handler_views import AsyncView, View, key_of, rv_of
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kubereflector import (
@@ -181,6 +181,22 @@ async def _scenario(
     queue=st.sampled_from(["real", "delta"]),
     default_resync=st.sampled_from([0, 3]),
     initial=st.integers(0, 4),
+)
+@example(  # found on Python 3.10: a re-watch from an object's RV after a watch at "0"
+    ops=[
+        ("compact",),
+        ("write-missed", "b", "pod-0", "z"),
+        ("write-missed", "b", "pod-4", "y"),
+        ("write-missed", "b", "pod-0", "z"),
+        ("add_handler", "plain", 2, True),
+        ("reset_watch",),
+        ("advance", 0.5),
+        ("reset_watch",),
+        ("advance", 5.0),
+    ],
+    queue="real",
+    default_resync=0,
+    initial=0,
 )
 def test_cache_and_handlers_converge_to_the_source(
     ops: list[tuple[Any, ...]], queue: str, default_resync: float, initial: int

@@ -567,7 +567,7 @@ async def test_a_resource_version_that_is_not_a_string_is_ignored_and_logged_onc
     assert errors == []
     notes = [r for r in caplog.records if "is not a string" in r.getMessage()]
     assert [r.levelno for r in notes] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
-    assert "listing instead of watching again from '10'" in caplog.text
+    assert "resourceVersion '10' is no position in the watch stream" in caplog.text
     message = notes[0].getMessage()
     assert "https://kube.example:6443/api/v1/pods" in message
     assert f"({type(value).__name__} " in message
@@ -597,6 +597,24 @@ async def test_a_malformed_rv_before_a_failed_cycle_makes_the_next_sync_current(
         await clock.advance(0.8)
         assert rvs(lw.list_calls) == ["0", ""]  # not at "10", from before the delete
         assert store.names() == []
+
+
+@pytest.mark.parametrize("list_rv", ["0", ""])
+async def test_a_watch_from_0_is_resumed_only_from_a_bookmark(list_rv: str) -> None:
+    """To a server, a watch at "0" or "" starts with its state as ADDED events whose
+    resourceVersions are the objects', no position in the stream: watching again
+    from one would replay changes the state already held (a delete of an object
+    never seen). Only a bookmark gives a position; without one, list again."""
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([], list_rv))  # a server (a fake) at resourceVersion 0
+    lw.watches.append([WatchEvent("ADDED", pod("b", "2"))])  # the state, then the end
+    lw.lists.append(ListResult([pod("b", "2")], "3"))
+    lw.watches.append([WatchEvent("ADDED", pod("c", "4")), bookmark("5")])
+    reflector, store, _, _ = make(lw)
+    async with running(reflector):
+        assert rvs(lw.list_calls) == ["0", ""]  # not a watch from "2"
+        assert rvs(lw.watch_calls) == [list_rv, "3", "5"]  # from the bookmark: no list
+        assert store.names() == ["default/b", "default/c"]
 
 
 async def test_a_list_resource_version_that_is_not_a_string_is_ignored(
