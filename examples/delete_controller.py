@@ -18,6 +18,7 @@ from typing import Any
 
 from kubereflector import (
     Controller,
+    DeletedFinalStateUnknown,
     DeltaFIFO,
     Deltas,
     DeltaType,
@@ -36,12 +37,14 @@ async def main(names: list[str]) -> list[str]:
     def process(deltas: Deltas, is_in_initial_list: bool) -> None:
         newest = deltas.newest()
         assert newest is not None
-        if newest.type is not DeltaType.DELETED:
-            downstream.add(newest.object)
-            source.delete(newest.object)  # this controller deletes everything it sees
+        obj = newest.object
+        # Only a Deleted delta holds a tombstone; the isinstance tells the type checker.
+        if newest.type is DeltaType.DELETED or isinstance(obj, DeletedFinalStateUnknown):
+            downstream.delete(obj)
+            deleted.put_nowait(fifo.key_of(obj))
         else:
-            downstream.delete(newest.object)
-            deleted.put_nowait(fifo.key_of(newest.object))
+            downstream.add(obj)
+            source.delete(obj)  # this controller deletes everything it sees
 
     controller = Controller(fifo, source, process)
     task = asyncio.create_task(controller.run())

@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-from typing import Any
 
 from kubereflector import (
+    DeletedFinalStateUnknown,
+    KubeObject,
     ResourceEventHandlerFuncs,
     SharedInformerFactory,
     deletion_handling_meta_namespace_key_func,
@@ -22,16 +23,16 @@ from kubereflector import (
 from kubereflector.client import load_config
 
 
-def key(pod: Any) -> str:
+def key(pod: KubeObject | DeletedFinalStateUnknown[KubeObject]) -> str:
     """``namespace/name`` (also of the "final state unknown" of a missed delete)."""
     return deletion_handling_meta_namespace_key_func(pod)
 
 
-async def on_add(pod: Any) -> None:
+async def on_add(pod: KubeObject) -> None:
     print(f"added {key(pod)}", flush=True)
 
 
-async def on_delete(pod: Any) -> None:
+async def on_delete(pod: KubeObject | DeletedFinalStateUnknown[KubeObject]) -> None:
     print(f"deleted {key(pod)}", flush=True)
 
 

@@ -1,4 +1,4 @@
-"""Follow the pods of a cluster with a SharedInformerFactory, from plain threads.
+"""Follow the pods of a cluster with a SyncSharedInformerFactory, from plain threads.
 
     python examples/factory_sync.py [--kubeconfig PATH] [--namespace NS] [--once]
 
@@ -15,26 +15,27 @@ from __future__ import annotations
 import argparse
 import contextlib
 import threading
-from typing import Any
 
 from kubereflector import (
+    DeletedFinalStateUnknown,
+    KubeObject,
     ResourceEventHandlerFuncs,
-    SharedInformerFactory,
+    SyncSharedInformerFactory,
     deletion_handling_meta_namespace_key_func,
 )
 from kubereflector.client import load_config
 
 
-def key(pod: Any) -> str:
+def key(pod: KubeObject | DeletedFinalStateUnknown[KubeObject]) -> str:
     """``namespace/name`` (also of the "final state unknown" of a missed delete)."""
     return deletion_handling_meta_namespace_key_func(pod)
 
 
-def on_add(pod: Any) -> None:
+def on_add(pod: KubeObject) -> None:
     print(f"added {key(pod)}", flush=True)
 
 
-def on_delete(pod: Any) -> None:
+def on_delete(pod: KubeObject | DeletedFinalStateUnknown[KubeObject]) -> None:
     print(f"deleted {key(pod)}", flush=True)
 
 
@@ -42,7 +43,7 @@ def main(kubeconfig: str | None, namespace: str | None, once: bool) -> None:
     config = load_config(kubeconfig)
     # Leaving the block shuts the factory down: informers stopped, connections
     # closed, the background thread joined.
-    with SharedInformerFactory(config, namespace=namespace) as factory:
+    with SyncSharedInformerFactory(config, namespace=namespace) as factory:
         pods = factory.informer_for("pods")
         handler = pods.add_event_handler(
             ResourceEventHandlerFuncs(on_add=on_add, on_delete=on_delete)

@@ -2,7 +2,7 @@
 
     python examples/lister_web.py [--kubeconfig PATH] [--port 8080]
 
-No ``async`` anywhere. The SharedInformerFactory runs its event loop on a
+No ``async`` anywhere. The SyncSharedInformerFactory runs its event loop on a
 background thread; ``http.server`` handles each request on a thread of its
 own and reads the cache through the lister, directly, with no API request:
 
@@ -18,7 +18,7 @@ import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
-from kubereflector import Lister, SharedInformerFactory
+from kubereflector import Lister, SyncSharedInformerFactory
 from kubereflector.client import load_config
 
 
@@ -51,7 +51,7 @@ def make_handler(pods: Lister) -> type[BaseHTTPRequestHandler]:
 
 
 def main(kubeconfig: str | None, port: int) -> None:
-    factory = SharedInformerFactory(load_config(kubeconfig))
+    factory = SyncSharedInformerFactory(load_config(kubeconfig))
     pods = factory.lister_for("pods")
     factory.start()  # no running event loop here: a background thread runs it
     try:

@@ -13,22 +13,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-from typing import Any
 
 from kubereflector import (
     DeletedFinalStateUnknown,
+    KubeObject,
     ResourceEventHandlerFuncs,
+    SharedIndexInformer,
     SharedInformerFactory,
 )
 from kubereflector.client import load_config
 
 
-def by_node(pod: Any) -> list[str]:
+def by_node(pod: KubeObject) -> list[str]:
     node = pod.get("spec", {}).get("nodeName")
     return [node] if node else []
 
 
-def report(pods: Any, node: str) -> None:
+def report(pods: SharedIndexInformer, node: str) -> None:
     names = sorted(p["metadata"]["name"] for p in pods.indexer.by_index("node", node))
     print(f"{node}: {len(names)} pods: {', '.join(names)}", flush=True)
 
@@ -39,7 +40,7 @@ async def main(kubeconfig: str | None, once: bool) -> None:
         pods.add_indexers({"node": by_node})
         work: asyncio.Queue[str] = asyncio.Queue()
 
-        async def changed(*objs: Any) -> None:
+        async def changed(*objs: KubeObject | DeletedFinalStateUnknown[KubeObject]) -> None:
             for obj in objs:
                 if isinstance(obj, DeletedFinalStateUnknown):  # a delete we missed
                     obj = obj.obj or {}

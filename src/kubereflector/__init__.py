@@ -43,9 +43,9 @@ from .errors import (
 
 # -- factory.py --
 from .factory import (
-    FactoryMode,
     FactoryShutdownError,
     SharedInformerFactory,
+    SyncSharedInformerFactory,
     TweakListOptionsFunc,
 )
 
@@ -58,6 +58,7 @@ from .keys import (
     ExplicitKey,
     KeyFunc,
     KeyFuncError,
+    KubeObject,
     deletion_handling_meta_namespace_key_func,
     get_labels,
     get_metadata,
@@ -172,7 +173,6 @@ __all__ = [
     "Deltas",
     "ExpiredError",
     "ExplicitKey",
-    "FactoryMode",
     "FactoryShutdownError",
     "FieldRequirement",
     "FieldSelector",
@@ -188,6 +188,7 @@ __all__ = [
     "KeyFunc",
     "KeyFuncError",
     "KeyListerGetter",
+    "KubeObject",
     "LabelRequirement",
     "LabelSelector",
     "ListFunc",
@@ -217,6 +218,7 @@ __all__ = [
     "SharedIndexInformer",
     "SharedInformerFactory",
     "Store",
+    "SyncSharedInformerFactory",
     "ThreadSafeStore",
     "TooLargeResourceVersionError",
     "TooManyRequestsError",

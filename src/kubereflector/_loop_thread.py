@@ -1,6 +1,6 @@
 """An asyncio event loop running on a background thread (private).
 
-The sync facade of :class:`~kubereflector.SharedInformerFactory` runs the one
+:class:`~kubereflector.SyncSharedInformerFactory` runs the one
 asyncio core here: :meth:`LoopThread.start` starts a daemon thread whose event
 loop runs until :meth:`LoopThread.stop`; :meth:`LoopThread.run` runs a coroutine
 on it from any other thread and blocks for its result, re-raising its

@@ -1,12 +1,14 @@
-"""Blocking ``pop`` for the queues: coroutines wait without polling (private).
+"""Blocking ``pop`` for the queues: coroutines and threads wait without polling (private).
 
 Each queue guards its state with one ``threading.RLock`` and owns one
 :class:`Waiters`, guarded by that same lock. A coroutine that finds the queue
 empty parks an ``asyncio.Future`` of its own event loop in ``Waiters`` and awaits
 it; a writer that makes an item available resolves the oldest parked future,
 directly when the waiter's loop runs in the writer's thread, otherwise through
-``loop.call_soon_threadsafe``. A writer only tests ``if waiters:`` when nobody
-waits, so the hot add path pays one truthiness check.
+``loop.call_soon_threadsafe``. A plain thread (:func:`pop_blocking_thread`) parks
+a :class:`ThreadWaiter` in the same ``Waiters`` and blocks on it; a writer wakes
+it like a future. A writer only tests ``if waiters:`` when nobody waits, so the
+hot add path pays one truthiness check.
 
 Protocol (every queue follows it):
 
@@ -16,20 +18,30 @@ Protocol (every queue follows it):
   there and parks again otherwise (another consumer may have been faster);
 * a coroutine cancelled after its wakeup was sent passes the wakeup on to the
   next waiter if items remain, so a cancellation never swallows a wakeup meant
-  for someone else; one cancelled while still parked removes its future.
+  for someone else; one cancelled while still parked removes its future. A
+  thread whose wait times out or is interrupted does the same.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from .queue import QueueClosed, QueueEmpty
 
-__all__ = ["BlockingQueue", "Waiters", "pop_blocking", "pop_nowait"]
+__all__ = [
+    "BlockingQueue",
+    "ThreadWaiter",
+    "Waiters",
+    "pop_blocking",
+    "pop_blocking_thread",
+    "pop_nowait",
+]
 
 _A = TypeVar("_A")
 _R = TypeVar("_R")
@@ -41,8 +53,32 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-class Waiters(deque["asyncio.Future[None]"]):
-    """Futures of the coroutines parked in ``pop``, oldest first.
+class ThreadWaiter:
+    """A plain thread parked in :func:`pop_blocking_thread`: a lock held until woken."""
+
+    __slots__ = ("_lock", "_woken")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._woken = False
+
+    def done(self) -> bool:
+        """Whether it was woken (the same question as ``Future.done``)."""
+        return self._woken
+
+    def wake(self) -> None:
+        """Let the waiting thread go (call at most once, from any thread)."""
+        self._woken = True
+        self._lock.release()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Block until woken or ``timeout`` seconds passed; whether it was woken."""
+        return self._lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout))
+
+
+class Waiters(deque["asyncio.Future[None] | ThreadWaiter"]):
+    """Futures of the coroutines, and the threads, parked in ``pop``, oldest first.
 
     Not thread-safe by itself: every method must be called with the owning
     queue's lock held.
@@ -60,6 +96,10 @@ class Waiters(deque["asyncio.Future[None]"]):
             fut = self.popleft()
             if fut.done():
                 # Cancelled while parked; its coroutine cleans up after itself.
+                continue
+            if isinstance(fut, ThreadWaiter):
+                fut.wake()
+                n -= 1
                 continue
             loop = fut.get_loop()
             if loop is running:
@@ -82,6 +122,22 @@ def _has_items(ready: Callable[[], bool]) -> bool:
         return ready()
     except QueueClosed:
         return False
+
+
+def _withdraw(
+    lock: threading.RLock,
+    waiters: Waiters,
+    waiter: asyncio.Future[None] | ThreadWaiter,
+    ready: Callable[[], bool],
+) -> None:
+    """Take a waiter that gives up (cancelled, interrupted) out of ``waiters``."""
+    with lock:
+        try:
+            waiters.remove(waiter)
+        except ValueError:
+            # A writer already spent a wakeup on it: hand it on.
+            if waiters and _has_items(ready):
+                waiters.wake()
 
 
 async def pop_blocking(
@@ -107,14 +163,51 @@ async def pop_blocking(
         try:
             await fut
         except BaseException:
-            with lock:
-                try:
-                    waiters.remove(fut)
-                except ValueError:
-                    # A writer already spent a wakeup on us: hand it on.
-                    if waiters and _has_items(ready):
-                        waiters.wake()
+            _withdraw(lock, waiters, fut, ready)
             raise
+
+
+def pop_blocking_thread(
+    lock: threading.RLock,
+    waiters: Waiters,
+    ready: Callable[[], bool],
+    pop: Callable[[_A], _R],
+    arg: _A,
+    timeout: float | None = None,
+) -> _R:
+    """:func:`pop_blocking` for plain threads: block the calling thread until
+    ``ready()`` and return ``pop(arg)``, both called with ``lock`` held.
+
+    Raises :class:`QueueEmpty` when ``timeout`` (wall-clock seconds; ``None``
+    waits for ever) passes first, :class:`QueueClosed` from ``ready()`` as
+    :func:`pop_blocking`, and :class:`RuntimeError` when called on a thread that
+    runs an event loop (blocking there would stall every task on it).
+    """
+    if asyncio._get_running_loop() is not None:
+        raise RuntimeError(
+            "cannot block the thread that runs an event loop (every task on it would "
+            "stall): await the asynchronous get instead"
+        )
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        with lock:
+            if ready():
+                return pop(arg)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise QueueEmpty(f"nothing to get within {timeout} s")
+            waiter = ThreadWaiter()
+            waiters.append(waiter)
+        try:
+            woken = waiter.wait(remaining)
+        except BaseException:  # interrupted (KeyboardInterrupt)
+            _withdraw(lock, waiters, waiter, ready)
+            raise
+        if not woken:
+            # Timed out: the loop checks once more, then raises QueueEmpty. Had a
+            # writer woken us meanwhile, that check takes its item.
+            with lock, contextlib.suppress(ValueError):
+                waiters.remove(waiter)
 
 
 def pop_nowait(

@@ -21,20 +21,20 @@ import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import Callable
-from typing import Any, Final, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Generic, Protocol, runtime_checkable
 
 from ._gc import defer_full_collections
 from ._listener import ADD, DELETE, UPDATE, Calls, Listener, Notification, Route
 from ._sync import SyncSignal
 from .backoff import Backoff, Clock
-from .delta_fifo import DeltaType, TransformFunc
+from .delta_fifo import Deltas, DeltaType, TransformFunc
 from .fifo import RealFIFO
-from .keys import deletion_handling_meta_namespace_key_func
+from .keys import DeletedFinalStateUnknown, T, T_contra, deletion_handling_meta_namespace_key_func
 from .listwatch import ListerWatcher
-from .queue import PopProcessFunc, Queue, QueueClosed
+from .queue import Item, PopProcessFunc, Queue, QueueClosed
 from .reflector import Reflector, ReflectorOptions, WatchErrorHandler
-from .store import Cache, Indexer, Indexers, Store
+from .store import Cache, Indexer, IndexFunc, Store
 
 __all__ = [
     "AlreadyStartedError",
@@ -62,8 +62,10 @@ class AlreadyStartedError(RuntimeError):
 
 
 @runtime_checkable
-class ResourceEventHandler(Protocol):
-    """Receives an informer's notifications (client-go's ``ResourceEventHandler``).
+class ResourceEventHandler(Protocol[T_contra]):
+    """Receives an informer's notifications (client-go's ``ResourceEventHandler``);
+    a ``ResourceEventHandler[T]`` handles objects of type ``T`` (plain
+    ``ResourceEventHandler``: :data:`~kubereflector.KubeObject`).
 
     * ``on_add(obj, is_in_initial_list)``: an object appeared in the cache;
       ``is_in_initial_list`` is true for the objects of the initial list (and of
@@ -73,18 +75,24 @@ class ResourceEventHandler(Protocol):
       relist or a periodic resync calls it even when nothing changed.
     * ``on_delete(obj)``: an object left the cache. ``obj`` is its last known state,
       or a :class:`~kubereflector.DeletedFinalStateUnknown` when the deletion was
-      only noticed by a relist.
+      only noticed by a relist (hence the type ``T | DeletedFinalStateUnknown[T]``).
 
     Each method may be a plain function or a coroutine function; the return
     value is ignored and an exception is logged (with the object's key) without
     stopping further notifications.
     """
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> object: ...
+    def on_add(self, obj: T_contra, is_in_initial_list: bool) -> object:
+        """An object appeared in the cache (see the class documentation)."""
+        ...
 
-    def on_update(self, old: Any, new: Any) -> object: ...
+    def on_update(self, old: T_contra, new: T_contra) -> object:
+        """An object in the cache was replaced: ``old`` by ``new``."""
+        ...
 
-    def on_delete(self, obj: Any) -> object: ...
+    def on_delete(self, obj: T_contra | DeletedFinalStateUnknown[T_contra]) -> object:
+        """An object left the cache: its last state, or a tombstone."""
+        ...
 
 
 def _noop(*_args: Any) -> None:
@@ -123,29 +131,37 @@ def _adapt(fn: Callable[..., Any] | None, *, drop_flag: bool) -> Callable[..., A
     return on_add
 
 
-class ResourceEventHandlerFuncs:
+class ResourceEventHandlerFuncs(Generic[T]):
     """A handler made of up to three functions (client-go's ``ResourceEventHandlerFuncs``).
 
     ``on_add(obj)`` takes only the object (use
     :class:`ResourceEventHandlerDetailedFuncs` to also get ``is_in_initial_list``),
-    ``on_update(old, new)``, ``on_delete(obj)``. A function left ``None`` is
-    skipped. Each may be a plain function or a coroutine function.
+    ``on_update(old, new)``, ``on_delete(obj)`` (``obj`` may be a
+    :class:`~kubereflector.DeletedFinalStateUnknown`). A function left ``None`` is
+    skipped. Each may be a plain function or a coroutine function; what it
+    returns is ignored. The type parameter is the type the functions take
+    (:data:`~kubereflector.KubeObject` unless they say otherwise).
     """
 
     __slots__ = ("add_func", "delete_func", "on_add", "on_delete", "on_update", "update_func")
 
     def __init__(
         self,
-        on_add: Callable[[Any], Any] | None = None,
-        on_update: Callable[[Any, Any], Any] | None = None,
-        on_delete: Callable[[Any], Any] | None = None,
+        on_add: Callable[[T], object] | None = None,
+        on_update: Callable[[T, T], object] | None = None,
+        on_delete: Callable[[T | DeletedFinalStateUnknown[T]], object] | None = None,
     ) -> None:
-        self.add_func: Callable[..., Any] | None = on_add
+        self.add_func: Callable[[T], object] | Callable[[T, bool], object] | None = on_add
+        """The ``on_add`` function as given."""
         self.update_func = on_update
+        """The ``on_update`` function as given."""
         self.delete_func = on_delete
-        self.on_add: Callable[[Any, bool], Any] = _adapt(on_add, drop_flag=True)
-        self.on_update: Callable[[Any, Any], Any] = _adapt(on_update, drop_flag=False)
-        self.on_delete: Callable[[Any], Any] = _adapt(on_delete, drop_flag=False)
+        """The ``on_delete`` function as given."""
+        self.on_add: Callable[[T, bool], object] = _adapt(on_add, drop_flag=True)
+        self.on_update: Callable[[T, T], object] = _adapt(on_update, drop_flag=False)
+        self.on_delete: Callable[[T | DeletedFinalStateUnknown[T]], object] = _adapt(
+            on_delete, drop_flag=False
+        )
 
     def __repr__(self) -> str:
         parts = [
@@ -160,7 +176,7 @@ class ResourceEventHandlerFuncs:
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
-class ResourceEventHandlerDetailedFuncs(ResourceEventHandlerFuncs):
+class ResourceEventHandlerDetailedFuncs(ResourceEventHandlerFuncs[T]):
     """Like :class:`ResourceEventHandlerFuncs`, but ``on_add(obj, is_in_initial_list)``
     (client-go's ``ResourceEventHandlerDetailedFuncs``)."""
 
@@ -168,16 +184,16 @@ class ResourceEventHandlerDetailedFuncs(ResourceEventHandlerFuncs):
 
     def __init__(
         self,
-        on_add: Callable[[Any, bool], Any] | None = None,
-        on_update: Callable[[Any, Any], Any] | None = None,
-        on_delete: Callable[[Any], Any] | None = None,
+        on_add: Callable[[T, bool], object] | None = None,
+        on_update: Callable[[T, T], object] | None = None,
+        on_delete: Callable[[T | DeletedFinalStateUnknown[T]], object] | None = None,
     ) -> None:
         super().__init__(None, on_update, on_delete)
         self.add_func = on_add
         self.on_add = _adapt(on_add, drop_flag=False)
 
 
-class FilteringResourceEventHandler:
+class FilteringResourceEventHandler(Generic[T]):
     """Passes to ``handler`` only what ``filter`` accepts (client-go's
     ``FilteringResourceEventHandler``).
 
@@ -185,7 +201,8 @@ class FilteringResourceEventHandler:
     passing is an add of the new object (``is_in_initial_list`` false); one that
     stops passing is a delete of the old object; one where neither passes is
     dropped. Adds and deletes pass when their object does (the filter sees a
-    :class:`~kubereflector.DeletedFinalStateUnknown` as it is).
+    :class:`~kubereflector.DeletedFinalStateUnknown` as it is, hence its type
+    ``T | DeletedFinalStateUnknown[T]``).
 
     ``filter`` must be a plain, fast, pure function: informers call it on the
     handler's consumer (its worker thread, or the event loop when every method
@@ -195,7 +212,11 @@ class FilteringResourceEventHandler:
 
     __slots__ = ("filter", "handler")
 
-    def __init__(self, filter: Callable[[Any], bool], handler: ResourceEventHandler) -> None:
+    def __init__(
+        self,
+        filter: Callable[[T | DeletedFinalStateUnknown[T]], bool],
+        handler: ResourceEventHandler[T],
+    ) -> None:
         if _is_coroutine_callable(filter):
             raise TypeError(
                 "the filter of a FilteringResourceEventHandler must be a plain function"
@@ -203,12 +224,15 @@ class FilteringResourceEventHandler:
         self.filter = filter
         self.handler = handler
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> object:
+    def on_add(self, obj: T, is_in_initial_list: bool) -> object:
+        """``handler.on_add`` if ``filter`` accepts ``obj``."""
         if self.filter(obj):
             return self.handler.on_add(obj, is_in_initial_list)
         return None
 
-    def on_update(self, old: Any, new: Any) -> object:
+    def on_update(self, old: T, new: T) -> object:
+        """``handler.on_update``, ``on_add`` or ``on_delete`` as ``filter`` accepts
+        ``old`` and ``new`` (see the class documentation)."""
         newer = self.filter(new)
         older = self.filter(old)
         if newer and older:
@@ -219,7 +243,8 @@ class FilteringResourceEventHandler:
             return self.handler.on_delete(old)
         return None
 
-    def on_delete(self, obj: Any) -> object:
+    def on_delete(self, obj: T | DeletedFinalStateUnknown[T]) -> object:
+        """``handler.on_delete`` if ``filter`` accepts ``obj``."""
         if self.filter(obj):
             return self.handler.on_delete(obj)
         return None
@@ -279,8 +304,8 @@ def _filter_route(accept: Callable[[Any], bool], inner: Route | None) -> Route:
 
 
 def _apply_deltas(
-    cache: Cache,
-    deltas: list[Any],
+    cache: Cache[T],
+    deltas: list[Any],  # Delta[T]s; only a Deleted one may hold a tombstone, which mypy cannot tell
     is_in_initial_list: bool,
     notifications: list[Notification],
     name: str,
@@ -321,12 +346,13 @@ def _apply_deltas(
 # -- Controller -------------------------------------------------------------------------
 
 
-class Controller:
+class Controller(Generic[Item]):
     """Runs a Reflector into ``queue`` and pops the queue into ``process``
     (client-go's ``controller``).
 
     ``process(item, is_in_initial_list)`` gets what the queue pops (a
-    :class:`~kubereflector.Deltas` for DeltaFIFO and RealFIFO). It runs on the
+    :class:`~kubereflector.Deltas` for DeltaFIFO and RealFIFO, the object for a
+    FIFO): a ``Controller[Item]`` pops from a ``Queue[Item]``. It runs on the
     event loop with the queue's lock held: it must not block or await. An
     exception it raises is logged with the item's key and popping goes on (the
     item is not requeued).
@@ -345,11 +371,11 @@ class Controller:
 
     def __init__(
         self,
-        queue: Queue,
+        queue: Queue[Item],
         lister_watcher: ListerWatcher,
-        process: PopProcessFunc,
+        process: PopProcessFunc[Item],
         *,
-        process_batch: PopProcessFunc | None = None,
+        process_batch: PopProcessFunc[Item] | None = None,
         expected_kind: str | None = None,
         full_resync_period: float = 0,
         should_resync: Callable[[], bool] | None = None,
@@ -388,10 +414,12 @@ class Controller:
 
     @property
     def name(self) -> str:
+        """The name in log messages (the Reflector's)."""
         return self._reflector.name
 
     @property
-    def queue(self) -> Queue:
+    def queue(self) -> Queue[Item]:
+        """The queue between the Reflector and ``process``."""
         return self._queue
 
     @property
@@ -477,13 +505,13 @@ class Controller:
             self._deferring = True
         self._check_synced()
 
-    def _process_item(self, item: Any, is_in_initial_list: bool) -> None:
+    def _process_item(self, item: Item, is_in_initial_list: bool) -> None:
         try:
             self._process(item, is_in_initial_list)
         except Exception:
             logger.exception("%s: processing %s failed", self.name, _describe_item(item))
 
-    def _process_batch_item(self, batch: Any, is_in_initial_list: bool) -> None:
+    def _process_batch_item(self, batch: Item, is_in_initial_list: bool) -> None:
         assert self._process_batch is not None
         try:
             self._process_batch(batch, is_in_initial_list)
@@ -514,9 +542,9 @@ class _QueueWriter:
 
     def __init__(
         self,
-        queue: Queue,
+        queue: Queue[Any],
         after_replace: Callable[[], None],
-        process_batch: PopProcessFunc | None,
+        process_batch: PopProcessFunc[Any] | None,
     ) -> None:
         self._queue = queue
         self._after_replace = after_replace
@@ -560,16 +588,16 @@ def _describe_item(item: Any) -> str:
 # -- simple informers -------------------------------------------------------------------
 
 
-class _InformerController(Controller):
+class _InformerController(Controller[Deltas[T]]):
     """A Controller that also runs the consumer of its one handler's listener."""
 
     def __init__(
         self,
-        queue: Queue,
+        queue: Queue[Deltas[T]],
         lister_watcher: ListerWatcher,
         *,
         handler: object,
-        store: Cache,
+        store: Cache[T],
         **kwargs: Any,
     ) -> None:
         super().__init__(queue, lister_watcher, self._handle, process_batch=self._handle, **kwargs)
@@ -584,7 +612,7 @@ class _InformerController(Controller):
         )
         self._store = store
 
-    def _handle(self, deltas: Any, is_in_initial_list: bool) -> None:
+    def _handle(self, deltas: Deltas[T], is_in_initial_list: bool) -> None:
         notifications: list[Notification] = []
         initial_adds = _apply_deltas(
             self._store, deltas, is_in_initial_list, notifications, self.name
@@ -604,13 +632,13 @@ class _InformerController(Controller):
 
 def _informer(
     lister_watcher: ListerWatcher,
-    handler: ResourceEventHandler,
-    store: Cache,
+    handler: ResourceEventHandler[T],
+    store: Cache[T],
     resync_period: float,
     expected_kind: str | None,
     transform: TransformFunc | None,
     clock: Clock | None,
-) -> Controller:
+) -> Controller[Deltas[T]]:
     return _InformerController(
         RealFIFO(known_objects=store, transformer=transform),
         lister_watcher,
@@ -624,15 +652,16 @@ def _informer(
 
 def new_informer(
     lister_watcher: ListerWatcher,
-    handler: ResourceEventHandler,
+    handler: ResourceEventHandler[T],
     *,
     resync_period: float = 0,
     expected_kind: str | None = None,
     transform: TransformFunc | None = None,
     clock: Clock | None = None,
-) -> tuple[Store, Controller]:
+) -> tuple[Store[T], Controller[Deltas[T]]]:
     """A cache kept in step with ``lister_watcher``, and the Controller that
-    fills it and tells ``handler`` (client-go's ``NewInformer``).
+    fills it and tells ``handler`` (client-go's ``NewInformer``). The store holds
+    what the handler takes (:data:`~kubereflector.KubeObject` unless it says otherwise).
 
     Only read the returned store: writing to it would make the notifications
     wrong. ``resync_period`` (seconds; ``0``: never) makes every cached object
@@ -642,7 +671,7 @@ def new_informer(
     on a worker thread (plain methods) or the event loop (coroutine methods).
     Start it with ``await controller.run()``.
     """
-    store = Cache(deletion_handling_meta_namespace_key_func)
+    store: Cache[T] = Cache(deletion_handling_meta_namespace_key_func)
     controller = _informer(
         lister_watcher, handler, store, resync_period, expected_kind, transform, clock
     )
@@ -651,14 +680,14 @@ def new_informer(
 
 def new_indexer_informer(
     lister_watcher: ListerWatcher,
-    handler: ResourceEventHandler,
-    indexers: Indexers,
+    handler: ResourceEventHandler[T],
+    indexers: Mapping[str, IndexFunc[T]],
     *,
     resync_period: float = 0,
     expected_kind: str | None = None,
     transform: TransformFunc | None = None,
     clock: Clock | None = None,
-) -> tuple[Indexer, Controller]:
+) -> tuple[Indexer[T], Controller[Deltas[T]]]:
     """Like :func:`new_informer`, with an Indexer holding ``indexers``
     (client-go's ``NewIndexerInformer``)."""
     indexer = Cache(deletion_handling_meta_namespace_key_func, indexers)

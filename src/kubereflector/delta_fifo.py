@@ -23,10 +23,12 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any, Generic
+
+from typing_extensions import NamedTuple
 
 from ._wakeup import BlockingQueue
-from .keys import DeletedFinalStateUnknown, KeyFunc, KeyFuncError, meta_namespace_key_func
+from .keys import DeletedFinalStateUnknown, KeyFunc, KeyFuncError, T, meta_namespace_key_func
 from .store import KeyListerGetter
 
 __all__ = ["Delta", "DeltaFIFO", "DeltaType", "Deltas", "TransformFunc"]
@@ -68,27 +70,29 @@ _REPLACED = DeltaType.REPLACED
 _SYNC = DeltaType.SYNC
 
 
-class Delta(NamedTuple):
+# typing_extensions' NamedTuple: a generic NamedTuple needs Python 3.11 otherwise.
+class Delta(NamedTuple, Generic[T]):
     """One change: its ``type`` and the object's state after it.
 
     For a :attr:`DeltaType.DELETED` delta, ``object`` is the object's last known
-    state, possibly a :class:`~kubereflector.DeletedFinalStateUnknown` tombstone.
+    state, possibly a :class:`~kubereflector.DeletedFinalStateUnknown` tombstone
+    (so ``Delta[T].object`` is a ``T`` or a ``DeletedFinalStateUnknown[T]``).
     """
 
     type: DeltaType
-    object: Any
+    object: T | DeletedFinalStateUnknown[T]
 
 
-class Deltas(list[Delta]):
-    """The changes to one object, oldest first."""
+class Deltas(list[Delta[T]], Generic[T]):
+    """The changes to one object, oldest first (a ``list`` of :class:`Delta`)."""
 
     __slots__ = ()
 
-    def oldest(self) -> Delta | None:
+    def oldest(self) -> Delta[T] | None:
         """The first delta, or ``None`` if there is none."""
         return self[0] if self else None
 
-    def newest(self) -> Delta | None:
+    def newest(self) -> Delta[T] | None:
         """The last delta, or ``None`` if there is none."""
         return self[-1] if self else None
 
@@ -112,8 +116,9 @@ def _object_key(key_func: KeyFunc, obj: Any) -> str:
     return key_func(obj)
 
 
-class DeltaFIFO(BlockingQueue[Deltas]):
-    """A producer-consumer queue of :class:`Deltas`, one per object key.
+class DeltaFIFO(BlockingQueue[Deltas[T]]):
+    """A producer-consumer queue of :class:`Deltas`, one per object key
+    (``DeltaFIFO[T]`` queues objects of type ``T``; its pops return ``Deltas[T]``).
 
     * ``add``/``update``/``delete`` append a delta to the object's key, queueing the
       key at the back if it was not queued. Keys pop in first-queued order.
@@ -147,7 +152,7 @@ class DeltaFIFO(BlockingQueue[Deltas]):
     def __init__(
         self,
         key_func: KeyFunc = meta_namespace_key_func,
-        known_objects: KeyListerGetter | None = None,
+        known_objects: KeyListerGetter[T] | None = None,
         emit_delta_type_replaced: bool = False,
         transformer: TransformFunc | None = None,
     ) -> None:
@@ -157,7 +162,7 @@ class DeltaFIFO(BlockingQueue[Deltas]):
         self._transformer = transformer
         super().__init__()
         # Key -> its Deltas, in first-queued order (OrderedDict pops its front in O(1)).
-        self._items: OrderedDict[str, Deltas] = OrderedDict()
+        self._items: OrderedDict[str, Deltas[T]] = OrderedDict()
         # True once the first replace ran, or an add/update/delete came before it.
         self._populated = False
         # Keys queued by the first replace that have not been popped yet.
@@ -168,7 +173,7 @@ class DeltaFIFO(BlockingQueue[Deltas]):
         """The transform function given at construction, if any."""
         return self._transformer
 
-    def key_of(self, obj: Any) -> str:
+    def key_of(self, obj: object) -> str:
         """The key ``obj`` is queued under.
 
         A :class:`~kubereflector.DeletedFinalStateUnknown` is keyed by its own
@@ -180,15 +185,15 @@ class DeltaFIFO(BlockingQueue[Deltas]):
 
     # -- producer side ------------------------------------------------------
 
-    def add(self, obj: Any) -> None:
+    def add(self, obj: T) -> None:
         """Queue an Added delta for ``obj``."""
         self._queue_change(_ADDED, obj)
 
-    def update(self, obj: Any) -> None:
+    def update(self, obj: T) -> None:
         """Queue an Updated delta for ``obj``."""
         self._queue_change(_UPDATED, obj)
 
-    def _queue_change(self, delta_type: DeltaType, obj: Any) -> None:
+    def _queue_change(self, delta_type: DeltaType, obj: T) -> None:
         key = _object_key(self._key_func, obj)
         if self._transformer is not None and type(obj) is not DeletedFinalStateUnknown:
             obj = self._transformer(obj)
@@ -203,7 +208,7 @@ class DeltaFIFO(BlockingQueue[Deltas]):
                 if self._waiters:
                     self._waiters.wake()
 
-    def delete(self, obj: Any) -> None:
+    def delete(self, obj: T | DeletedFinalStateUnknown[T]) -> None:
         """Queue a Deleted delta for ``obj``, unless its key is neither queued nor
         in ``known_objects`` (then nothing happens)."""
         key = _object_key(self._key_func, obj)
@@ -217,7 +222,7 @@ class DeltaFIFO(BlockingQueue[Deltas]):
                 obj = self._transformer(obj)
             self._append_locked(key, Delta(_DELETED, obj))
 
-    def replace(self, items: list[Any], resource_version: str = "") -> None:
+    def replace(self, items: list[T], resource_version: str = "") -> None:
         """Queue the outcome of a relist: ``items`` is the complete current state.
 
         Each item gets a Replaced delta (Sync when the queue was built with
@@ -234,7 +239,7 @@ class DeltaFIFO(BlockingQueue[Deltas]):
         """
         key_func = self._key_func
         transformer = self._transformer
-        planned: list[tuple[str, Any]] = []
+        planned: list[tuple[str, T]] = []
         for obj in items:
             key = _object_key(key_func, obj)
             if transformer is not None and type(obj) is not DeletedFinalStateUnknown:
@@ -244,22 +249,24 @@ class DeltaFIFO(BlockingQueue[Deltas]):
         action = _REPLACED if self._emit_replaced else _SYNC
         with self._lock:
             queued = self._items
-            tombstones: list[DeletedFinalStateUnknown] = []
+            tombstones: list[DeletedFinalStateUnknown[T]] = []
             for key, deltas in queued.items():
                 if key not in new_keys:
                     last = deltas[-1].object
-                    if type(last) is DeletedFinalStateUnknown:
-                        last = last.obj
-                    tombstones.append(DeletedFinalStateUnknown(key, last))
+                    if isinstance(last, DeletedFinalStateUnknown):
+                        tombstones.append(DeletedFinalStateUnknown(key, last.obj))
+                    else:
+                        tombstones.append(DeletedFinalStateUnknown(key, last))
             known = self._known
             if known is not None:
                 for key in known.list_keys():
                     if key in new_keys or key in queued:
                         continue
-                    last = known.get_by_key(key)
-                    if last is None:
+                    known_obj = known.get_by_key(key)
+                    if known_obj is None:
                         _log.debug("key %r vanished from known objects during replace", key)
-                    tombstones.append(DeletedFinalStateUnknown(key, last))
+                    tombstones.append(DeletedFinalStateUnknown(key, known_obj))
+
             # Nothing below can raise: the queue changes all at once.
             for key, obj in planned:
                 self._append_locked(key, Delta(action, obj))
@@ -280,7 +287,7 @@ class DeltaFIFO(BlockingQueue[Deltas]):
                 return
             key_func = self._key_func
             queued = self._items
-            planned: list[tuple[str, Any]] = []
+            planned: list[tuple[str, T]] = []
             for known_key in known.list_keys():
                 obj = known.get_by_key(known_key)
                 if obj is None:
@@ -292,7 +299,7 @@ class DeltaFIFO(BlockingQueue[Deltas]):
                 if key not in queued:
                     self._append_locked(key, Delta(_SYNC, obj))
 
-    def _append_locked(self, key: str, delta: Delta) -> None:
+    def _append_locked(self, key: str, delta: Delta[T]) -> None:
         items = self._items
         deltas = items.get(key)
         if deltas is None:
@@ -311,7 +318,7 @@ class DeltaFIFO(BlockingQueue[Deltas]):
 
     # -- consumer side ------------------------------------------------------
 
-    def _pop_locked(self, process: Callable[[Deltas, bool], object]) -> Deltas:
+    def _pop_locked(self, process: Callable[[Deltas[T], bool], object]) -> Deltas[T]:
         _, deltas = self._items.popitem(last=False)
         in_initial_list = not self._populated or self._initial_count > 0
         try:
@@ -330,7 +337,7 @@ class DeltaFIFO(BlockingQueue[Deltas]):
         with self._lock:
             return self._populated and self._initial_count == 0
 
-    def list(self) -> builtins.list[Any]:
+    def list(self) -> builtins.list[T | DeletedFinalStateUnknown[T]]:
         """The newest object of each queued key, in queue order."""
         with self._lock:
             return [deltas[-1].object for deltas in self._items.values()]
@@ -340,11 +347,11 @@ class DeltaFIFO(BlockingQueue[Deltas]):
         with self._lock:
             return list(self._items)
 
-    def get(self, obj: Any) -> Deltas | None:
+    def get(self, obj: T | DeletedFinalStateUnknown[T]) -> Deltas[T] | None:
         """A copy of the Deltas queued for ``obj``'s key, or ``None``."""
         return self.get_by_key(_object_key(self._key_func, obj))
 
-    def get_by_key(self, key: str) -> Deltas | None:
+    def get_by_key(self, key: str) -> Deltas[T] | None:
         """A copy of the Deltas queued under ``key``, or ``None``."""
         with self._lock:
             deltas = self._items.get(key)

@@ -1,19 +1,20 @@
-"""SharedInformerFactory: one shared informer per resource, for a whole program.
+"""SharedInformerFactory and SyncSharedInformerFactory: one shared informer per
+resource, for a whole program.
 
-client-go's ``SharedInformerFactory``, over the HTTP client. Ask it for the
-informer of a resource by any name kubectl accepts (``"pods"``, ``"po"``,
+client-go's ``SharedInformerFactory``, over the HTTP client. Ask a factory for
+the informer of a resource by any name kubectl accepts (``"pods"``, ``"po"``,
 ``"Pod"``, ``"deployments.apps"``, a CRD's plural) and every caller gets the
 same :class:`~kubereflector.SharedIndexInformer`: one list-and-watch, one
 cache, many handlers. ``start()`` runs the informers created so far;
 ``wait_for_cache_sync()`` waits for their first lists; ``shutdown()`` stops
 them all and closes their streams.
 
-Two ways to use it, one asyncio core (fixed by the first ``start()`` or
-``async with``):
+Two classes, one asyncio core; which one you construct says how you call it,
+so a type checker catches a missing ``await``:
 
-**Async mode** (``async with``, or ``start()`` called on a running event loop):
-informers run as tasks on that loop; ``wait_for_cache_sync()`` and
-``shutdown()`` return coroutines to await there::
+:class:`SharedInformerFactory`, for asyncio programs: informers run as tasks
+on the event loop that enters it (``async with``) or starts it;
+``wait_for_cache_sync()`` and ``shutdown()`` are coroutines::
 
     async with SharedInformerFactory(load_config()) as factory:
         pods = factory.informer_for("pods")
@@ -22,26 +23,24 @@ informers run as tasks on that loop; ``wait_for_cache_sync()`` and
         await factory.wait_for_cache_sync()
         print(len(factory.lister_for("pods").list()))
 
-**Sync mode** (``start()`` called where no event loop runs, or ``with``): the
-factory runs its own event loop on a background thread and everything runs
-there; ``wait_for_cache_sync()`` and ``shutdown()`` block; plain-function
-handlers run on worker threads, in order per registration. No ``async``
-anywhere in the caller's code::
+:class:`SyncSharedInformerFactory`, for plain threads: the factory runs its
+own event loop on a background thread and everything runs there;
+``wait_for_cache_sync()`` and ``shutdown()`` block; plain-function handlers run
+on worker threads, in order per registration. No ``async`` anywhere in the
+caller's code::
 
-    factory = SharedInformerFactory(load_config())
-    pods = factory.informer_for("pods")
-    pods.add_event_handler(ResourceEventHandlerFuncs(on_add=on_add))
-    factory.start()
-    factory.wait_for_cache_sync(timeout=60)
-    print(len(factory.lister_for("pods").list()))
-    ...
-    factory.shutdown()          # or: with SharedInformerFactory(...) as factory:
+    with SyncSharedInformerFactory(load_config()) as factory:
+        pods = factory.informer_for("pods")
+        pods.add_event_handler(ResourceEventHandlerFuncs(on_add=on_add))
+        factory.start()
+        factory.wait_for_cache_sync(timeout=60)
+        print(len(factory.lister_for("pods").list()))
 
-In both modes the caches (``informer.indexer``, listers) are read
+With either, the caches (``informer.indexer``, listers) are read
 synchronously from any thread, and the informers' own methods
 (``add_event_handler``, ``has_synced``, ...) are thread-safe.
 ``examples/factory_async.py`` and ``examples/factory_sync.py`` are complete
-programs, one for each mode.
+programs, one for each.
 """
 
 from __future__ import annotations
@@ -54,11 +53,14 @@ import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from typing_extensions import Self
 
 from ._loop_thread import LoopThread
 from ._sync import SyncSignal
 from .delta_fifo import TransformFunc
+from .keys import KubeObject
 from .listers import Lister
 from .listwatch import ListerWatcher, ListOptions, ListResult, WatchStream
 from .reflector import ReflectorOptions, checked_options
@@ -70,7 +72,12 @@ if TYPE_CHECKING:
     from .client.discovery import ResourceInfo, _Index
     from .client.rest import Client
 
-__all__ = ["FactoryMode", "FactoryShutdownError", "SharedInformerFactory", "TweakListOptionsFunc"]
+__all__ = [
+    "FactoryShutdownError",
+    "SharedInformerFactory",
+    "SyncSharedInformerFactory",
+    "TweakListOptionsFunc",
+]
 
 logger = logging.getLogger("kubereflector.factory")
 
@@ -80,10 +87,6 @@ TweakListOptionsFunc = Callable[[ListOptions], ListOptions]
 """Rewrites the ``ListOptions`` of every list and watch of a factory's informers
 (e.g. to add a label selector); returns new options (``dataclasses.replace``).
 Runs on the event loop: it must be quick and must not block."""
-
-FactoryMode = Literal["new", "async", "sync"]
-"""``"new"`` until the first ``start()``/``async with``/``with`` (or a name
-resolution that fixes the mode), then ``"async"`` or ``"sync"`` for good."""
 
 
 class FactoryShutdownError(RuntimeError):
@@ -141,45 +144,11 @@ class _TweakedListerWatcher:
         return f"{self._inner!r} (tweaked)"
 
 
-class SharedInformerFactory:
-    """Makes, shares, starts and stops the informers of one API server
-    (client-go's ``SharedInformerFactory``).
-
-    ``client_or_config``: a :class:`~kubereflector.client.Client` (yours: the
-    factory never closes it; in sync mode it must not have been used on another
-    event loop, a Client being bound to its first loop), or anything with the
-    Client's interface (a test double), or a
-    :class:`~kubereflector.client.ClientConfig` (the factory makes the Client,
-    uses it on its loop and closes it at shutdown).
-
-    Every informer lists and watches ``namespace`` (``None``: all namespaces;
-    ignored for cluster-scoped resources), has a namespace index
-    (:data:`~kubereflector.NAMESPACE_INDEX`), applies ``transform`` (see
-    :meth:`SharedIndexInformer.set_transform
-    <kubereflector.SharedIndexInformer.set_transform>`) and passes the options
-    of every list and watch through ``tweak_list_options``. ``default_resync``
-    (seconds, ``0``: never) is each informer's default resync period;
-    ``custom_resync`` maps resource names (any name :meth:`informer_for`
-    accepts) to a period that replaces it for that resource. In the same way
-    ``reflector_options`` (a :class:`~kubereflector.ReflectorOptions`; ``None``:
-    the defaults) tunes how every informer lists, watches and recovers, and
-    ``custom_reflector_options`` replaces it for the resources it names (derive
-    one from the default with ``dataclasses.replace(default, page_size=100)``).
-
-    The mode (see the module documentation) is fixed by the first of:
-    ``async with`` or :meth:`resolve` (async), ``with`` (sync), :meth:`start`
-    (async on a running event loop, else sync), or :meth:`informer_for` with a
-    name on a thread without a running loop (sync: it resolves the name on the
-    background loop). It never changes; :attr:`mode` tells it.
-
-    Thread-safety: :meth:`informer_for`, :meth:`lister_for`, :meth:`start` and
-    the cache reads may be called from any thread. In sync mode the blocking
-    calls (:meth:`wait_for_cache_sync`, :meth:`shutdown`, and
-    :meth:`informer_for` when it must fetch discovery) raise ``RuntimeError``
-    on the factory's own loop thread (a coroutine handler), where blocking
-    would deadlock; never call :meth:`shutdown` from a plain handler either
-    (shutdown waits for that handler to return).
-    """
+class _FactoryBase:
+    """What both factories share: the informers, name resolution, starting, waiting
+    and shutting down on the factory's event loop. Which loop that is, and how the
+    caller waits, is the subclass's: see :class:`SharedInformerFactory` and
+    :class:`SyncSharedInformerFactory`."""
 
     def __init__(
         self,
@@ -222,7 +191,7 @@ class SharedInformerFactory:
             self._client = client_or_config
         else:
             raise TypeError(
-                "SharedInformerFactory needs a Client or a ClientConfig, "
+                f"{type(self).__name__} needs a Client or a ClientConfig, "
                 f"not {type(client_or_config).__name__}"
             )
         self._namespace = namespace or None
@@ -237,9 +206,8 @@ class SharedInformerFactory:
         self._custom_keys: dict[str, tuple[str, str]] = {}
         self._lock = threading.RLock()
         self._entries: dict[tuple[str, str], _Entry] = {}
-        self._mode: FactoryMode = "new"
+        # The loop the informers run on: bound on first use, then fixed.
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: LoopThread | None = None
         self._index: _Index | None = None
         self._closing = False  # shutdown has begun: nothing new starts
         self._shutdown_task: asyncio.Task[None] | None = None
@@ -260,20 +228,27 @@ class SharedInformerFactory:
         return self._namespace
 
     @property
-    def mode(self) -> FactoryMode:
-        """``"new"``, then ``"async"`` or ``"sync"`` for good (see the class documentation)."""
-        return self._mode
-
-    @property
     def loop(self) -> asyncio.AbstractEventLoop | None:
-        """The event loop the informers run on (``None`` until the mode is fixed)."""
+        """The event loop the informers run on (``None`` until the factory first
+        needs one; then it never changes)."""
         return self._loop
+
+    # -- what the subclasses decide ---------------------------------------------------------
+
+    def _bind_loop(self) -> asyncio.AbstractEventLoop:
+        """The factory's loop, binding it now if need be, for :meth:`start` and
+        :meth:`resolve`. Raises :class:`FactoryShutdownError` once shut down."""
+        raise NotImplementedError
+
+    def _resolve_missing(self, name: str, index: _Index | None) -> ResourceInfo:
+        """Resolve a name the loaded discovery data lacks, for :meth:`informer_for`."""
+        raise NotImplementedError
 
     # -- informers ------------------------------------------------------------------------
 
-    def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer:
+    def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer[KubeObject]:
         """The one shared informer of ``resource`` (made on first request, started
-        by the next :meth:`start`).
+        by the next :meth:`start`); it caches :data:`~kubereflector.KubeObject` objects.
 
         ``resource`` is a :class:`~kubereflector.client.ResourceInfo` or a name
         discovery resolves (``"pods"``, ``"po"``, ``"Pod"``, ``"deployments.apps"``,
@@ -282,11 +257,10 @@ class SharedInformerFactory:
         informer (the version of the first request is the one watched).
 
         Names are resolved against the discovery data the factory loaded. Where
-        that data lacks the name: in sync mode (or before any mode, on a thread
-        without a running event loop, which fixes sync mode) this blocks while
-        discovery is fetched on the background loop; in async mode it raises
-        :class:`~kubereflector.client.UnknownResourceError` saying to ``await
-        factory.resolve(name)`` (which refreshes discovery) first. Raises
+        that data lacks the name, :class:`SyncSharedInformerFactory` blocks while
+        discovery is fetched on its loop thread; :class:`SharedInformerFactory`
+        raises :class:`~kubereflector.client.UnknownResourceError` saying to
+        ``await factory.resolve(name)`` (which refreshes discovery) first. Raises
         :class:`FactoryShutdownError` for a resource without an informer once the
         factory is shut down. Thread-safe.
         """
@@ -309,11 +283,11 @@ class SharedInformerFactory:
                 self._entries[key] = entry
             return entry.informer
 
-    def lister_for(self, resource: str | ResourceInfo) -> Lister:
+    def lister_for(self, resource: str | ResourceInfo) -> Lister[KubeObject]:
         """The :class:`~kubereflector.Lister` of :meth:`informer_for` ``(resource)``."""
         return self.informer_for(resource).lister
 
-    def informers(self) -> dict[str, SharedIndexInformer]:
+    def informers(self) -> dict[str, SharedIndexInformer[KubeObject]]:
         """Every informer made so far, by qualified resource name (``pods``,
         ``deployments.apps``)."""
         with self._lock:
@@ -325,35 +299,21 @@ class SharedInformerFactory:
         discovery data is refreshed too, so :meth:`informer_for` accepts the name
         afterwards. Raises :class:`~kubereflector.client.UnknownResourceError`.
 
-        Await it on any event loop (it runs on the factory's); before any mode is
-        fixed it fixes async mode on the caller's loop.
+        Await it on any event loop; it runs on the factory's (an unbound
+        :class:`SharedInformerFactory` binds to the caller's loop).
         """
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            self._check_open()
-            if self._mode == "new":
-                self._mode = "async"
-                self._loop = loop
-            factory_loop = self._loop
-        assert factory_loop is not None
+        factory_loop = self._bind_loop()
         return await _on_loop(factory_loop, self._resolve_async(name))
 
     def _resolve_now(self, name: str) -> ResourceInfo:
-        """Resolve synchronously: from the loaded discovery data, else (where
-        blocking is allowed) by fetching it on the background loop."""
+        """Resolve from the loaded discovery data, else as the subclass says."""
         with self._lock:
-            index, mode, thread = self._index, self._mode, self._thread
+            index = self._index
         if index is not None:
             found = index.find(name)
             if found is not None:
                 return found
-        if (
-            mode == "async"
-            or (mode == "new" and _running_loop() is not None)
-            or (thread is not None and thread.in_thread())
-        ):
-            raise _unresolved(name, index)
-        return self._enter_sync_mode().run(self._resolve_async(name))
+        return self._resolve_missing(name, index)
 
     async def _resolve_async(self, name: str) -> ResourceInfo:
         """On the factory's loop: resolve ``name`` (and the custom resync names)."""
@@ -380,7 +340,7 @@ class SharedInformerFactory:
         with self._lock:
             self._index = index
 
-    def _new_informer(self, info: ResourceInfo) -> SharedIndexInformer:
+    def _new_informer(self, info: ResourceInfo) -> SharedIndexInformer[KubeObject]:
         from .client.listwatch import ResourceListWatch
 
         lw: ListerWatcher = ResourceListWatch(self._client, info, namespace=self._namespace)
@@ -418,70 +378,7 @@ class SharedInformerFactory:
     def _check_open(self) -> None:
         """Lock held."""
         if self._closing:
-            raise FactoryShutdownError("the SharedInformerFactory has been shut down")
-
-    def _enter_sync_mode(self) -> LoopThread:
-        """Fix sync mode (starting the loop thread) or confirm it; its thread."""
-        with self._lock:
-            self._check_open()
-            if self._mode == "async":
-                raise RuntimeError(
-                    "this SharedInformerFactory runs in async mode (on an event loop); "
-                    "it cannot switch to sync mode"
-                )
-            if self._thread is None:
-                thread = LoopThread(name="kubereflector-factory")
-                thread.start()
-                self._thread = thread
-                self._loop = thread.loop
-                self._mode = "sync"
-            return self._thread
-
-    def __enter__(self) -> SharedInformerFactory:
-        """Sync use: fixes sync mode (also where an event loop runs, e.g. in a
-        notebook); leaving the block calls :meth:`shutdown`."""
-        self._enter_sync_mode()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._shutdown_sync()
-
-    async def __aenter__(self) -> SharedInformerFactory:
-        """Async use: fixes async mode on the running loop and loads discovery (so
-        :meth:`informer_for` resolves names at once); leaving the block awaits
-        :meth:`shutdown`. Raises what fetching discovery raises (the factory is
-        then shut down)."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            self._check_open()
-            if self._mode == "sync":
-                raise RuntimeError(
-                    "this SharedInformerFactory runs in sync mode (on its own thread); "
-                    "it cannot be entered with 'async with'"
-                )
-            if self._mode == "async" and self._loop is not loop:
-                raise RuntimeError("this SharedInformerFactory runs on another event loop")
-            self._mode = "async"
-            self._loop = loop
-        try:
-            await self._load_discovery()
-        except BaseException:
-            await self._shutdown_async()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._shutdown_async()
+            raise FactoryShutdownError(f"the {type(self).__name__} has been shut down")
 
     # -- starting ---------------------------------------------------------------------
 
@@ -489,32 +386,23 @@ class SharedInformerFactory:
         """Start every informer made since the last call (idempotent; informers
         made later start on the next call). Returns once their tasks exist.
 
-        The first call fixes the mode if nothing did: async on the running event
-        loop of the calling thread, else sync (the background loop thread starts).
-        Raises :class:`FactoryShutdownError` after :meth:`shutdown`. Thread-safe.
+        Raises :class:`FactoryShutdownError` after :meth:`shutdown`, and
+        ``RuntimeError`` when a :class:`SharedInformerFactory` has no event loop
+        to run on (see there). Thread-safe.
         """
-        caller_loop = _running_loop()
+        factory_loop = self._bind_loop()
         with self._lock:
-            self._check_open()
-            if self._mode == "new" and caller_loop is not None:
-                self._mode = "async"
-                self._loop = caller_loop
-        if self._mode == "new":
-            self._enter_sync_mode()
-        with self._lock:
-            factory_loop = self._loop
             pending = [e for e in self._entries.values() if not e.started]
             for entry in pending:
                 entry.started = True
         if not pending:
             return
-        assert factory_loop is not None
-        if caller_loop is factory_loop:
+        if _running_loop() is factory_loop:
             self._spawn(pending)
         elif factory_loop.is_running():
             _call_in_loop(factory_loop, lambda: self._spawn(pending))
         else:
-            raise RuntimeError("the event loop this SharedInformerFactory runs on has stopped")
+            raise RuntimeError(f"the event loop this {type(self).__name__} runs on has stopped")
 
     def _spawn(self, entries: list[_Entry]) -> None:
         """On the factory's loop: one task per informer."""
@@ -538,41 +426,15 @@ class SharedInformerFactory:
 
     # -- waiting ----------------------------------------------------------------------
 
-    def wait_for_cache_sync(
-        self, timeout: float | None = None, *, handlers: Iterable[Registration] = ()
-    ) -> Any:
-        """Wait until every started informer has synced (client-go's
-        ``WaitForCacheSync``): ``{qualified resource name: synced}``, e.g.
-        ``{"pods": True, "deployments.apps": True}``.
-
-        **Returns, by mode:** in sync mode it blocks and returns the
-        ``dict[str, bool]``; in async mode it returns a coroutine to await for that
-        dict (``await factory.wait_for_cache_sync()``). Before any mode, nothing
-        has started: ``{}`` (a coroutine giving ``{}`` where an event loop runs).
-
-        A value is ``False`` when ``timeout`` seconds passed first, or when the
-        informer stopped (shutdown) before syncing. ``handlers``: registrations
-        (of this factory's informers) to wait for too: their informer's value is
-        ``True`` only once each of them has handled its initial notifications
-        (see :meth:`Registration.has_synced <kubereflector.Registration.has_synced>`),
-        so after the wait their output is complete. Informers made but not
-        started, and their handlers, are left out.
-
-        In sync mode this raises ``RuntimeError`` on the factory's own loop thread
-        (await :func:`kubereflector.wait_for_cache_sync` there instead).
-        """
+    def _registrations(self, handlers: Iterable[Registration]) -> tuple[Registration, ...]:
+        """``handlers`` checked: registrations of this factory's informers."""
         regs = tuple(handlers)
         for reg in regs:
             if not isinstance(reg, Registration):
                 raise TypeError(f"handlers are Registrations, not {type(reg).__name__}")
             if not any(reg.informer is e.informer for e in self._snapshot()):
                 raise ValueError(f"{reg!r} is not a registration of this factory's informers")
-        mode = self._mode
-        if mode == "sync":
-            return self._wait_sync(timeout, regs)
-        if mode == "async" or _running_loop() is not None:
-            return self._wait_async(timeout, regs)
-        return {}
+        return regs
 
     def _snapshot(self) -> list[_Entry]:
         with self._lock:
@@ -580,9 +442,9 @@ class SharedInformerFactory:
 
     def _groups(
         self, regs: tuple[Registration, ...]
-    ) -> dict[str, tuple[SharedIndexInformer, list[Registration]]]:
+    ) -> dict[str, tuple[SharedIndexInformer[KubeObject], list[Registration]]]:
         """What to wait for: each started informer with the given registrations of it."""
-        groups: dict[str, tuple[SharedIndexInformer, list[Registration]]] = {}
+        groups: dict[str, tuple[SharedIndexInformer[KubeObject], list[Registration]]] = {}
         for entry in self._snapshot():
             if entry.started:
                 mine = [r for r in regs if r.informer is entry.informer]
@@ -591,7 +453,7 @@ class SharedInformerFactory:
 
     @staticmethod
     def _states(
-        groups: dict[str, tuple[SharedIndexInformer, list[Registration]]],
+        groups: dict[str, tuple[SharedIndexInformer[KubeObject], list[Registration]]],
     ) -> dict[str, bool]:
         return {
             name: informer.has_synced() and all(r.has_synced() for r in regs)
@@ -631,51 +493,7 @@ class SharedInformerFactory:
             if not everything.cancelled():
                 everything.exception()  # retrieved: never "exception was never retrieved"
 
-    def _wait_sync(self, timeout: float | None, regs: tuple[Registration, ...]) -> dict[str, bool]:
-        thread = self._thread
-        assert thread is not None
-        if thread.in_thread():
-            raise RuntimeError(
-                "wait_for_cache_sync() blocks in sync mode: it cannot run on the factory's own "
-                "loop thread (await kubereflector.wait_for_cache_sync(...) there)"
-            )
-        try:
-            return thread.run(self._wait_async(timeout, regs))
-        except (RuntimeError, concurrent.futures.CancelledError):
-            if not self._closing:
-                raise
-            # Shut down meanwhile (the loop stopped under the wait): report the states.
-            return self._states(self._groups(regs))
-
     # -- shutting down ----------------------------------------------------------------
-
-    def shutdown(self) -> Any:
-        """Stop every informer (their streams closed, their handlers' consumers
-        ended; notifications not yet handled are dropped), close the Client if
-        the factory made it and, in sync mode, stop and join the loop thread.
-        Idempotent; afterwards :meth:`start` and new informers raise
-        :class:`FactoryShutdownError`, the caches stay readable.
-
-        **Returns, by mode:** in sync mode it blocks until all that is done and
-        returns ``None``; in async mode it returns a coroutine to await (on any
-        event loop; the work runs on the factory's). Before any mode: a
-        coroutine where an event loop runs, else it blocks (briefly).
-
-        A plain handler in flight is waited for: never call this from a handler
-        (sync mode raises ``RuntimeError`` on the factory's loop thread).
-        """
-        if self._mode == "async" or (self._mode == "new" and _running_loop() is not None):
-            return self._shutdown_async()
-        self._shutdown_sync()
-        return None
-
-    async def _shutdown_async(self) -> None:
-        with self._lock:
-            factory_loop = self._loop
-        if factory_loop is None:  # never bound to a loop: nothing runs
-            await self._shutdown_once()
-        else:
-            await _on_loop(factory_loop, self._shutdown_once())
 
     async def _shutdown_once(self) -> None:
         """On the factory's loop (or, never bound, the caller's): shut down once;
@@ -685,8 +503,6 @@ class SharedInformerFactory:
             if task is None:
                 task = self._shutdown_task = asyncio.ensure_future(self._shutdown_core())
         await asyncio.shield(task)
-        if self._mode != "sync":
-            self._shutdown_done.set()
 
     async def _shutdown_core(self) -> None:
         with self._lock:
@@ -708,12 +524,267 @@ class SharedInformerFactory:
             self._closed_signal.notify()
             logger.debug("factory shut down (%d informers)", len(entries))
 
-    def _shutdown_sync(self) -> None:
+    def is_shut_down(self) -> bool:
+        """True once :meth:`shutdown` has completed."""
+        return self._shutdown_done.is_set()
+
+    def __repr__(self) -> str:
+        with self._lock:
+            entries = list(self._entries.values())
+        names = ", ".join(e.info.qualified_name for e in entries)
+        started = any(e.started for e in entries)
+        state = "shut down" if self._closing else "started" if started else "new"
+        return f"<{type(self).__name__} {state} informers=[{names}]>"
+
+
+class SharedInformerFactory(_FactoryBase):
+    """Makes, shares, starts and stops the informers of one API server, for asyncio
+    programs (client-go's ``SharedInformerFactory``). For plain threads, use
+    :class:`SyncSharedInformerFactory`.
+
+    Use it with ``async with`` (which loads discovery, so :meth:`informer_for`
+    resolves names at once, and shuts down on the way out); ``await``
+    :meth:`wait_for_cache_sync` and :meth:`shutdown`. The informers run as tasks
+    on the event loop that first enters it, starts it or awaits :meth:`resolve`;
+    a plain ``with`` raises ``TypeError``, and :meth:`start` with no event loop
+    running raises ``RuntimeError``, both naming :class:`SyncSharedInformerFactory`.
+
+    ``client_or_config``: a :class:`~kubereflector.client.Client` (yours: the
+    factory never closes it), or anything with the Client's interface (a test
+    double), or a :class:`~kubereflector.client.ClientConfig` (the factory makes
+    the Client, uses it on its loop and closes it at shutdown).
+
+    Every informer lists and watches ``namespace`` (``None``: all namespaces;
+    ignored for cluster-scoped resources), has a namespace index
+    (:data:`~kubereflector.NAMESPACE_INDEX`), applies ``transform`` (see
+    :meth:`SharedIndexInformer.set_transform
+    <kubereflector.SharedIndexInformer.set_transform>`) and passes the options
+    of every list and watch through ``tweak_list_options``. ``default_resync``
+    (seconds, ``0``: never) is each informer's default resync period;
+    ``custom_resync`` maps resource names (any name :meth:`informer_for`
+    accepts) to a period that replaces it for that resource. In the same way
+    ``reflector_options`` (a :class:`~kubereflector.ReflectorOptions`; ``None``:
+    the defaults) tunes how every informer lists, watches and recovers, and
+    ``custom_reflector_options`` replaces it for the resources it names (derive
+    one from the default with ``dataclasses.replace(default, page_size=100)``).
+
+    Thread-safety: :meth:`informer_for`, :meth:`lister_for`, :meth:`start` and
+    the cache reads may be called from any thread; the coroutines may be
+    awaited on any loop (the work runs on the factory's).
+    """
+
+    def _bind_loop(self) -> asyncio.AbstractEventLoop:
+        caller = _running_loop()
+        with self._lock:
+            self._check_open()
+            if self._loop is None:
+                if caller is None:
+                    raise RuntimeError(
+                        "SharedInformerFactory runs on asyncio: start it on a running event "
+                        "loop (e.g. inside 'async with'); for plain threads, use "
+                        "SyncSharedInformerFactory"
+                    )
+                self._loop = caller
+            return self._loop
+
+    def _resolve_missing(self, name: str, index: _Index | None) -> ResourceInfo:
+        raise _unresolved(name, index)
+
+    async def __aenter__(self) -> Self:
+        """Binds the factory to the running loop and loads discovery (so
+        :meth:`informer_for` resolves names at once); leaving the block awaits
+        :meth:`shutdown`. Raises what fetching discovery raises (the factory is
+        then shut down), and ``RuntimeError`` if the factory runs on another loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._check_open()
+            if self._loop is not None and self._loop is not loop:
+                raise RuntimeError("this SharedInformerFactory runs on another event loop")
+            self._loop = loop
+        try:
+            await self._load_discovery()
+        except BaseException:
+            await self.shutdown()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Awaits :meth:`shutdown`."""
+        await self.shutdown()
+
+    if not TYPE_CHECKING:  # a type checker reports 'with' itself; this says what to do
+
+        def __enter__(self):
+            """Raises ``TypeError``: this factory is entered with ``async with``."""
+            raise TypeError(
+                "SharedInformerFactory is for asyncio: use 'async with "
+                "SharedInformerFactory(...)'; for 'with' and plain threads, use "
+                "SyncSharedInformerFactory"
+            )
+
+        def __exit__(self, *exc_info):
+            """Never reached (``__enter__`` raises)."""
+            return None
+
+    async def wait_for_cache_sync(
+        self, timeout: float | None = None, *, handlers: Iterable[Registration] = ()
+    ) -> dict[str, bool]:
+        """Wait until every started informer has synced (client-go's
+        ``WaitForCacheSync``): ``{qualified resource name: synced}``, e.g.
+        ``{"pods": True, "deployments.apps": True}`` (``{}`` if nothing started).
+
+        A value is ``False`` when ``timeout`` seconds passed first, or when the
+        informer stopped (shutdown) before syncing. ``handlers``: registrations
+        (of this factory's informers) to wait for too: their informer's value is
+        ``True`` only once each of them has handled its initial notifications
+        (see :meth:`Registration.has_synced <kubereflector.Registration.has_synced>`),
+        so after the wait their output is complete. Informers made but not
+        started, and their handlers, are left out. Raises ``TypeError`` or
+        ``ValueError`` for ``handlers`` that are not registrations of this
+        factory's informers.
+        """
+        return await self._wait_async(timeout, self._registrations(handlers))
+
+    async def shutdown(self) -> None:
+        """Stop every informer (their streams closed, their handlers' consumers
+        ended; notifications not yet handled are dropped) and close the Client if
+        the factory made it. Idempotent, and concurrent calls wait for the same
+        shutdown; afterwards :meth:`start` and new informers raise
+        :class:`FactoryShutdownError`, the caches stay readable. Await it on any
+        event loop (the work runs on the factory's); never from a handler, which
+        it would wait for."""
+        with self._lock:
+            factory_loop = self._loop
+        if factory_loop is None:  # never bound to a loop: nothing runs
+            await self._shutdown_once()
+        else:
+            await _on_loop(factory_loop, self._shutdown_once())
+        self._shutdown_done.set()
+
+
+class SyncSharedInformerFactory(_FactoryBase):
+    """Makes, shares, starts and stops the informers of one API server, for
+    programs without asyncio (client-go's ``SharedInformerFactory``); for asyncio
+    programs, use :class:`SharedInformerFactory`.
+
+    The factory runs its own event loop on a background thread, started by the
+    first ``with``, :meth:`start` or name resolution, and everything runs there:
+    plain-function handlers on worker threads (in order per registration),
+    coroutine handlers on that loop. :meth:`wait_for_cache_sync` and
+    :meth:`shutdown` block; leaving ``with`` shuts down (stopping and joining the
+    thread). It works where an event loop runs too (e.g. in a notebook).
+
+    The arguments are those of :class:`SharedInformerFactory`; a
+    :class:`~kubereflector.client.Client` passed in must not have been used on
+    another event loop (a Client is bound to the first loop it runs on).
+
+    Thread-safety: every method and the cache reads may be called from any
+    thread. The blocking calls (:meth:`wait_for_cache_sync`, :meth:`shutdown`,
+    and :meth:`informer_for` when it must fetch discovery) raise
+    ``RuntimeError`` on the factory's own loop thread (in a coroutine handler),
+    where blocking would deadlock; never call :meth:`shutdown` from a plain
+    handler either (shutdown waits for that handler to return).
+    """
+
+    _thread: LoopThread | None = None
+    """The background loop thread, once started (never replaced)."""
+
+    def _loop_thread(self) -> LoopThread:
+        """The background loop thread, started on first use."""
+        with self._lock:
+            self._check_open()
+            if self._thread is None:
+                thread = LoopThread(name="kubereflector-factory")
+                thread.start()
+                self._thread = thread
+                self._loop = thread.loop
+            return self._thread
+
+    def _bind_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop_thread().loop
+
+    def _resolve_missing(self, name: str, index: _Index | None) -> ResourceInfo:
+        thread = self._thread
+        if thread is not None and thread.in_thread():  # blocking here would deadlock
+            raise _unresolved(name, index)
+        return self._loop_thread().run(self._resolve_async(name))
+
+    def __enter__(self) -> Self:
+        """Starts the loop thread; leaving the block calls :meth:`shutdown`."""
+        self._loop_thread()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Calls :meth:`shutdown`."""
+        self.shutdown()
+
+    if not TYPE_CHECKING:  # a type checker reports 'async with' itself; this says what to do
+
+        async def __aenter__(self):
+            """Raises ``TypeError``: this factory is entered with ``with``."""
+            raise TypeError(
+                "SyncSharedInformerFactory is for plain threads: use 'with "
+                "SyncSharedInformerFactory(...)'; for 'async with' and asyncio, use "
+                "SharedInformerFactory"
+            )
+
+        async def __aexit__(self, *exc_info):
+            """Never reached (``__aenter__`` raises)."""
+            return None
+
+    def wait_for_cache_sync(
+        self, timeout: float | None = None, *, handlers: Iterable[Registration] = ()
+    ) -> dict[str, bool]:
+        """Block until every started informer has synced (client-go's
+        ``WaitForCacheSync``): ``{qualified resource name: synced}``, e.g.
+        ``{"pods": True, "deployments.apps": True}`` (``{}`` if nothing started).
+
+        ``timeout`` and ``handlers`` as for
+        :meth:`SharedInformerFactory.wait_for_cache_sync`. Raises
+        ``RuntimeError`` on the factory's own loop thread (await
+        :func:`kubereflector.wait_for_cache_sync` there instead).
+        """
+        regs = self._registrations(handlers)
+        thread = self._thread
+        if thread is None:  # nothing ever ran
+            return {}
+        if thread.in_thread():
+            raise RuntimeError(
+                "wait_for_cache_sync() blocks: it cannot run on the factory's own "
+                "loop thread (await kubereflector.wait_for_cache_sync(...) there)"
+            )
+        try:
+            return thread.run(self._wait_async(timeout, regs))
+        except (RuntimeError, concurrent.futures.CancelledError):
+            if not self._closing:
+                raise
+            # Shut down meanwhile (the loop stopped under the wait): report the states.
+            return self._states(self._groups(regs))
+
+    def shutdown(self) -> None:
+        """Stop every informer (their streams closed, their handlers' consumers
+        ended; notifications not yet handled are dropped), close the Client if
+        the factory made it, and stop and join the loop thread; returns when all
+        that is done. Idempotent, and concurrent calls wait for the same shutdown;
+        afterwards :meth:`start` and new informers raise
+        :class:`FactoryShutdownError`, the caches stay readable.
+
+        A plain handler in flight is waited for: never call this from a handler
+        (it raises ``RuntimeError`` on the factory's loop thread).
+        """
         thread = self._thread
         if thread is not None and thread.in_thread():
-            raise RuntimeError(
-                "shutdown() blocks in sync mode: it cannot run on the factory's own loop thread"
-            )
+            raise RuntimeError("shutdown() blocks: it cannot run on the factory's own loop thread")
         with self._lock:
             thread = self._thread
             first = not self._shutdown_started
@@ -735,16 +806,6 @@ class SharedInformerFactory:
             finally:
                 self._closed_signal.notify()
                 self._shutdown_done.set()
-
-    def is_shut_down(self) -> bool:
-        """True once :meth:`shutdown` has completed."""
-        return self._shutdown_done.is_set()
-
-    def __repr__(self) -> str:
-        with self._lock:
-            names = ", ".join(e.info.qualified_name for e in self._entries.values())
-        state = "shut down" if self._closing else self._mode
-        return f"<SharedInformerFactory {state} informers=[{names}]>"
 
 
 # -- helpers ---------------------------------------------------------------------------

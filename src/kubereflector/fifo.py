@@ -17,11 +17,11 @@ import builtins
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Any
+from typing import Generic, cast
 
 from ._wakeup import BlockingQueue, pop_blocking, pop_nowait
 from .delta_fifo import Delta, Deltas, DeltaType, TransformFunc, _object_key
-from .keys import DeletedFinalStateUnknown, KeyFunc, meta_namespace_key_func
+from .keys import DeletedFinalStateUnknown, KeyFunc, T, meta_namespace_key_func
 from .store import KeyListerGetter
 
 __all__ = ["FIFO", "RealFIFO"]
@@ -38,8 +38,9 @@ _DEFAULT_BATCH_SIZE = 1000
 """client-go's default upper bound on a RealFIFO batch."""
 
 
-class FIFO(BlockingQueue[Any]):
-    """A queue holding the latest object of each key, popped in first-queued order.
+class FIFO(BlockingQueue[T], Generic[T]):
+    """A queue holding the latest object of each key, popped in first-queued order
+    (``FIFO[T]`` holds objects of type ``T``; its pops return a ``T``).
 
     ``add``/``update`` store the object under its key: a key not queued goes to
     the back, a queued key keeps its place and gets the newer object. ``delete``
@@ -56,12 +57,12 @@ class FIFO(BlockingQueue[Any]):
     def __init__(self, key_func: KeyFunc = meta_namespace_key_func) -> None:
         self._key_func = key_func
         super().__init__()
-        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._items: OrderedDict[str, T] = OrderedDict()
         self._populated = False
         # Keys of the first replace not yet popped (nor deleted, nor replaced away).
         self._initial_keys: set[str] = set()
 
-    def add(self, obj: Any) -> None:
+    def add(self, obj: T) -> None:
         """Queue ``obj`` under its key (keeping the key's place if it is queued)."""
         key = _object_key(self._key_func, obj)
         with self._lock:
@@ -72,11 +73,11 @@ class FIFO(BlockingQueue[Any]):
             if not queued and self._waiters:
                 self._waiters.wake()
 
-    def update(self, obj: Any) -> None:
+    def update(self, obj: T) -> None:
         """Same as :meth:`add`."""
         self.add(obj)
 
-    def delete(self, obj: Any) -> None:
+    def delete(self, obj: T | DeletedFinalStateUnknown[T]) -> None:
         """Drop ``obj``'s key from the queue (nothing happens if it is not queued)."""
         key = _object_key(self._key_func, obj)
         with self._lock:
@@ -85,13 +86,13 @@ class FIFO(BlockingQueue[Any]):
             if self._initial_keys:
                 self._initial_keys.discard(key)
 
-    def replace(self, items: list[Any], resource_version: str = "") -> None:
+    def replace(self, items: list[T], resource_version: str = "") -> None:
         """Make ``items`` the whole content, queued in their order (a later item
         with the same key wins, at the first one's place). ``resource_version``
         is unused. The first ``replace`` (unless an add/update/delete came before)
         defines the initial list for :meth:`has_synced`."""
         key_func = self._key_func
-        new_items: OrderedDict[str, Any] = OrderedDict()
+        new_items: OrderedDict[str, T] = OrderedDict()
         for obj in items:
             new_items[_object_key(key_func, obj)] = obj
         with self._lock:
@@ -108,7 +109,7 @@ class FIFO(BlockingQueue[Any]):
         """Nothing to do: every stored object is always queued (kept for the
         :class:`~kubereflector.ReflectorStore` protocol)."""
 
-    def _pop_locked(self, process: Callable[[Any, bool], object]) -> Any:
+    def _pop_locked(self, process: Callable[[T, bool], object]) -> T:
         key, obj = self._items.popitem(last=False)
         initial_keys = self._initial_keys
         in_initial_list = not self._populated or bool(initial_keys)
@@ -126,7 +127,7 @@ class FIFO(BlockingQueue[Any]):
         with self._lock:
             return self._populated and not self._initial_keys
 
-    def list(self) -> builtins.list[Any]:
+    def list(self) -> builtins.list[T]:
         """The queued objects, in queue order."""
         with self._lock:
             return list(self._items.values())
@@ -136,11 +137,11 @@ class FIFO(BlockingQueue[Any]):
         with self._lock:
             return list(self._items)
 
-    def get(self, obj: Any) -> Any | None:
+    def get(self, obj: T) -> T | None:
         """The object queued under ``obj``'s key, or ``None``."""
         return self.get_by_key(_object_key(self._key_func, obj))
 
-    def get_by_key(self, key: str) -> Any | None:
+    def get_by_key(self, key: str) -> T | None:
         """The object queued under ``key``, or ``None``."""
         with self._lock:
             return self._items.get(key)
@@ -149,8 +150,9 @@ class FIFO(BlockingQueue[Any]):
         return f"<FIFO items={len(self._items)} closed={self._closed}>"
 
 
-class RealFIFO(BlockingQueue[Deltas]):
-    """A queue of every event, in arrival order (client-go's ``RealFIFO``).
+class RealFIFO(BlockingQueue[Deltas[T]], Generic[T]):
+    """A queue of every event, in arrival order (client-go's ``RealFIFO``);
+    ``RealFIFO[T]`` queues objects of type ``T`` and pops ``Deltas[T]``.
 
     Each ``add``/``update``/``delete`` queues one :class:`Delta`; nothing is merged
     or dropped. ``replace`` reconciles against what is queued and what the
@@ -185,7 +187,7 @@ class RealFIFO(BlockingQueue[Deltas]):
     def __init__(
         self,
         key_func: KeyFunc = meta_namespace_key_func,
-        known_objects: KeyListerGetter | None = None,
+        known_objects: KeyListerGetter[T] | None = None,
         transformer: TransformFunc | None = None,
     ) -> None:
         """``known_objects`` is required (raises :class:`TypeError` without it):
@@ -196,7 +198,7 @@ class RealFIFO(BlockingQueue[Deltas]):
         self._known = known_objects
         self._transformer = transformer
         super().__init__()
-        self._items: deque[Delta] = deque()
+        self._items: deque[Delta[T]] = deque()
         # The key of each queued delta, in step with _items (computed once, on entry).
         self._keys: deque[str] = deque()
         self._populated = False
@@ -208,29 +210,29 @@ class RealFIFO(BlockingQueue[Deltas]):
         """The transform function given at construction, if any."""
         return self._transformer
 
-    def key_of(self, obj: Any) -> str:
+    def key_of(self, obj: object) -> str:
         """The key of ``obj``: see :meth:`DeltaFIFO.key_of`."""
         return _object_key(self._key_func, obj)
 
     # -- producer side ------------------------------------------------------
 
-    def add(self, obj: Any) -> None:
+    def add(self, obj: T) -> None:
         """Queue an Added delta for ``obj``."""
         self._queue_change(_ADDED, obj)
 
-    def update(self, obj: Any) -> None:
+    def update(self, obj: T) -> None:
         """Queue an Updated delta for ``obj``."""
         self._queue_change(_UPDATED, obj)
 
-    def delete(self, obj: Any) -> None:
+    def delete(self, obj: T | DeletedFinalStateUnknown[T]) -> None:
         """Queue a Deleted delta for ``obj`` (always: RealFIFO drops nothing)."""
         self._queue_change(_DELETED, obj)
 
     def _queue_change(
         self,
         delta_type: DeltaType,
-        obj: Any,
-        process_batch: Callable[[Deltas, bool], object] | None = None,
+        obj: T | DeletedFinalStateUnknown[T],
+        process_batch: Callable[[Deltas[T], bool], object] | None = None,
     ) -> None:
         key = _object_key(self._key_func, obj)  # a keyless object never enters
         if self._transformer is not None and type(obj) is not DeletedFinalStateUnknown:
@@ -255,8 +257,8 @@ class RealFIFO(BlockingQueue[Deltas]):
     def process_or_queue(
         self,
         delta_type: DeltaType,
-        obj: Any,
-        process_batch: Callable[[Deltas, bool], object],
+        obj: T | DeletedFinalStateUnknown[T],
+        process_batch: Callable[[Deltas[T], bool], object],
     ) -> None:
         """Queue a change as :meth:`add`/:meth:`update`/:meth:`delete` do (``delta_type``
         says which), except when nothing is queued and the initial list has been
@@ -270,7 +272,7 @@ class RealFIFO(BlockingQueue[Deltas]):
         """
         self._queue_change(delta_type, obj, process_batch)
 
-    def replace(self, items: list[Any], resource_version: str = "") -> None:
+    def replace(self, items: list[T], resource_version: str = "") -> None:
         """Queue the outcome of a relist; see the class docstring for what is
         queued and in which order. ``resource_version`` is unused.
 
@@ -290,11 +292,13 @@ class RealFIFO(BlockingQueue[Deltas]):
         with self._lock:
             # Key -> its last queued delta; a dict keeps first-queued key order.
             last_queued = dict(zip(self._keys, self._items, strict=True))
-            additions: list[Delta] = []
+            additions: list[Delta[T]] = []
             addition_keys: list[str] = []
             for key, delta in last_queued.items():
                 if key not in new_keys and delta.type is not _DELETED:
-                    additions.append(Delta(_DELETED, DeletedFinalStateUnknown(key, delta.object)))
+                    # Only a Deleted delta holds a tombstone.
+                    last = cast(T, delta.object)
+                    additions.append(Delta(_DELETED, DeletedFinalStateUnknown(key, last)))
                     addition_keys.append(key)
             known = self._known
             for key in known.list_keys():
@@ -324,7 +328,7 @@ class RealFIFO(BlockingQueue[Deltas]):
             key_func = self._key_func
             queued_keys = set(self._keys)
             known = self._known
-            additions: list[Delta] = []
+            additions: list[Delta[T]] = []
             addition_keys: list[str] = []
             for key in known.list_keys():
                 if key in queued_keys:
@@ -343,9 +347,9 @@ class RealFIFO(BlockingQueue[Deltas]):
 
     async def pop_batch(
         self,
-        process_batch: Callable[[Deltas, bool], object],
+        process_batch: Callable[[Deltas[T], bool], object],
         max_items: int = _DEFAULT_BATCH_SIZE,
-    ) -> Deltas:
+    ) -> Deltas[T]:
         """Wait for deltas, remove a batch of consecutive ones and hand it to
         ``process_batch(deltas, is_in_initial_list)``; return the batch.
 
@@ -367,9 +371,9 @@ class RealFIFO(BlockingQueue[Deltas]):
 
     def pop_batch_nowait(
         self,
-        process_batch: Callable[[Deltas, bool], object],
+        process_batch: Callable[[Deltas[T], bool], object],
         max_items: int = _DEFAULT_BATCH_SIZE,
-    ) -> Deltas:
+    ) -> Deltas[T]:
         """Like :meth:`pop_batch` but raises :class:`QueueEmpty` instead of waiting."""
         if max_items < 1:
             raise ValueError(f"max_items must be at least 1, not {max_items}")
@@ -377,7 +381,7 @@ class RealFIFO(BlockingQueue[Deltas]):
             self._lock, self._ready_locked, self._pop_batch_locked, (process_batch, max_items)
         )
 
-    def _pop_locked(self, process: Callable[[Deltas, bool], object]) -> Deltas:
+    def _pop_locked(self, process: Callable[[Deltas[T], bool], object]) -> Deltas[T]:
         deltas = Deltas((self._items.popleft(),))
         self._keys.popleft()
         in_initial_list = not self._populated or self._initial_count > 0
@@ -390,7 +394,7 @@ class RealFIFO(BlockingQueue[Deltas]):
                 self._initial_count -= 1
         return deltas
 
-    def _pop_batch_locked(self, args: tuple[Callable[[Deltas, bool], object], int]) -> Deltas:
+    def _pop_batch_locked(self, args: tuple[Callable[[Deltas[T], bool], object], int]) -> Deltas[T]:
         process_batch, max_items = args
         items = self._items
         initial_count = self._initial_count
@@ -399,7 +403,7 @@ class RealFIFO(BlockingQueue[Deltas]):
         if initial_count > 0:
             limit = min(limit, initial_count)
         keys = self._keys
-        batch = Deltas()
+        batch: Deltas[T] = Deltas()
         seen: set[str] = set()
         while len(batch) < limit:
             key = keys[0]

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeAlias, overload
+
+from typing_extensions import TypeVar
 
 __all__ = [
     "DeletedFinalStateUnknown",
     "ExplicitKey",
     "KeyFunc",
     "KeyFuncError",
+    "KubeObject",
     "deletion_handling_meta_namespace_key_func",
     "get_labels",
     "get_metadata",
@@ -30,6 +33,30 @@ __all__ = [
     "meta_namespace_key_func",
     "split_meta_namespace_key",
 ]
+
+KubeObject: TypeAlias = Mapping[str, Any]
+"""A Kubernetes object as decoded JSON (``{"kind": ..., "metadata": {...}, ...}``): the
+type the cache, the listers and the handlers hold unless told otherwise.
+
+It is a *read-only* mapping because the objects a cache hands out are shared (by
+the cache, its indexes, every handler and every lister caller) and must not be
+mutated: ``mypy`` rejects ``pod["metadata"] = ...``. (The values inside are
+``Any``, so it cannot catch ``pod["metadata"]["labels"] = ...``: do not do that
+either.) At runtime the objects are plain ``dict`` objects; for a copy of your own
+to change, take ``copy.deepcopy(obj)`` (or ``dict(obj)`` for a shallow one).
+
+Every generic class and protocol of kubereflector (``SharedIndexInformer[T]``,
+``Indexer[T]``, ``Lister[T]``, ``ResourceEventHandler[T]``, ...) defaults to it, so
+``Lister`` means ``Lister[KubeObject]``; parametrise them to say your cache holds
+something else (e.g. models made by a transform).
+"""
+
+# The type of the objects a cache, queue or informer holds (PEP 696 default: KubeObject),
+# and its variants for protocols that only hand objects out (_co) or only take them in
+# (_contra). Shared by the modules of the package; not part of its API.
+T = TypeVar("T", default=KubeObject)
+T_co = TypeVar("T_co", covariant=True, default=KubeObject)
+T_contra = TypeVar("T_contra", contravariant=True, default=KubeObject)
 
 KeyFunc = Callable[[Any], str]
 """Maps an object to its store key. Must be deterministic and thread-safe."""
@@ -45,17 +72,21 @@ class ExplicitKey(str):
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class DeletedFinalStateUnknown:
+# Not slots=True: a frozen dataclass recreated with slots cannot be instantiated
+# through its generic alias (``DeletedFinalStateUnknown[Pod](key, pod)`` raises
+# TypeError on Python 3.10 and 3.11). Tombstones are rare; the __dict__ costs nothing.
+@dataclass(frozen=True)
+class DeletedFinalStateUnknown(Generic[T_co]):
     """Tombstone for an object whose delete was missed (seen only through a relist).
 
     ``obj`` is the last state the cache knew, possibly stale, or ``None`` if
     nothing was known. ``key`` is the object's key; key funcs of this package
-    return it as the tombstone's own key.
+    return it as the tombstone's own key. Handlers get one in ``on_delete`` in
+    place of the object: ``DeletedFinalStateUnknown[T]`` wraps a ``T``.
     """
 
     key: str
-    obj: Any
+    obj: T_co | None
 
 
 def _describe(obj: Any) -> str:
@@ -64,8 +95,18 @@ def _describe(obj: Any) -> str:
     return f"object of kind {kind!r}" if kind else f"object of type {type(obj).__name__}"
 
 
-def get_metadata(obj: Any) -> Any:
-    """Return the object's metadata (a mapping or an attribute object), or ``None``."""
+@overload
+def get_metadata(obj: Mapping[str, Any]) -> Mapping[str, Any] | None: ...
+
+
+@overload
+def get_metadata(obj: object) -> Any: ...
+
+
+def get_metadata(obj: object) -> Any:
+    """Return the object's metadata, or ``None``: for a mapping (a JSON object such as a
+    :data:`KubeObject`) its ``"metadata"`` mapping, for anything else its ``metadata``
+    attribute (an official client model's ``V1ObjectMeta``, typed as the model says)."""
     if isinstance(obj, Mapping):
         return obj.get("metadata")
     return getattr(obj, "metadata", None)

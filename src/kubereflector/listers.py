@@ -14,9 +14,9 @@ are the cache's own: treat them as immutable.
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import Generic
 
-from .keys import get_labels, get_namespace
+from .keys import T, get_labels, get_namespace
 from .selectors import LabelSelector
 from .store import NAMESPACE_INDEX, Indexer, Store, UnknownIndexError
 
@@ -37,45 +37,48 @@ def _selector(selector: SelectorLike) -> LabelSelector | None:
     return None if selector.empty else selector
 
 
-def _select(objects: builtins.list[Any], selector: LabelSelector | None) -> builtins.list[Any]:
+def _select(objects: builtins.list[T], selector: LabelSelector | None) -> builtins.list[T]:
     if selector is None:
         return objects
     matches = selector.matches
     return [obj for obj in objects if matches(get_labels(obj))]
 
 
-class Lister:
-    """Lists and gets the objects of a cache (client-go's ``GenericLister``)."""
+class Lister(Generic[T]):
+    """Lists and gets the objects of a cache (client-go's ``GenericLister``):
+    a ``Lister[T]`` reads a ``Store[T]`` (plain ``Lister``: of
+    :data:`~kubereflector.KubeObject` objects)."""
 
     __slots__ = ("_indexer", "_store")
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store[T]) -> None:
         self._store = store
-        self._indexer = store if isinstance(store, Indexer) else None
+        self._indexer: Indexer[T] | None = store if isinstance(store, Indexer) else None
 
     @property
-    def store(self) -> Store:
+    def store(self) -> Store[T]:
+        """The store read (never write to it through the lister's users)."""
         return self._store
 
-    def list(self, selector: SelectorLike = None) -> builtins.list[Any]:
+    def list(self, selector: SelectorLike = None) -> builtins.list[T]:
         """Every cached object whose labels match ``selector`` (all of them by default)."""
         return _select(self._store.list(), _selector(selector))
 
-    def get(self, name: str) -> Any | None:
+    def get(self, name: str) -> T | None:
         """The cluster-scoped object ``name``, or ``None`` if the cache has none.
 
         For a namespaced object use ``namespaced(ns).get(name)``.
         """
         return self._store.get_by_key(name)
 
-    def namespaced(self, namespace: str) -> NamespaceLister:
+    def namespaced(self, namespace: str) -> NamespaceLister[T]:
         """A lister of the objects in ``namespace`` (``""``: every namespace for
         ``list``, cluster-scoped objects for ``get``)."""
         return NamespaceLister(self, namespace)
 
     def by_index(
         self, index_name: str, indexed_value: str, selector: SelectorLike = None
-    ) -> builtins.list[Any]:
+    ) -> builtins.list[T]:
         """The objects indexed under ``indexed_value`` in the named index, filtered by
         ``selector``. Raises :class:`~kubereflector.UnknownIndexError` for an
         unknown index (or a cache without indexes)."""
@@ -86,7 +89,7 @@ class Lister:
             )
         return _select(self._indexer.by_index(index_name, indexed_value), parsed)
 
-    def _in_namespace(self, namespace: str, selector: LabelSelector | None) -> builtins.list[Any]:
+    def _in_namespace(self, namespace: str, selector: LabelSelector | None) -> builtins.list[T]:
         indexer = self._indexer
         if indexer is not None:
             try:
@@ -105,28 +108,30 @@ class Lister:
         return f"<Lister over {self._store!r}>"
 
 
-class NamespaceLister:
+class NamespaceLister(Generic[T]):
     """The objects of one namespace (client-go's ``GenericNamespaceLister``)."""
 
     __slots__ = ("_lister", "_namespace")
 
-    def __init__(self, lister: Lister, namespace: str) -> None:
+    def __init__(self, lister: Lister[T], namespace: str) -> None:
         self._lister = lister
         self._namespace = namespace
 
     @property
     def namespace(self) -> str:
+        """The namespace (``""``: every namespace, see :meth:`Lister.namespaced`)."""
         return self._namespace
 
-    def list(self, selector: SelectorLike = None) -> builtins.list[Any]:
+    def list(self, selector: SelectorLike = None) -> builtins.list[T]:
         """The objects of this namespace whose labels match ``selector``."""
         parsed = _selector(selector)
         if not self._namespace:
             return _select(self._lister.store.list(), parsed)
         return self._lister._in_namespace(self._namespace, parsed)
 
-    def get(self, name: str) -> Any | None:
+    def get(self, name: str) -> T | None:
         """The object ``name`` of this namespace, or ``None`` if the cache has none."""
+
         key = f"{self._namespace}/{name}" if self._namespace else name
         return self._lister.store.get_by_key(key)
 

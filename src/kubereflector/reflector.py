@@ -221,8 +221,10 @@ class Reflector:
     bookmarks included, and if it has a ``transformer`` callable, objects of a
     watch-list's initial stream pass through it before they are gathered.
 
-    Objects reach the store as the ListerWatcher produced them; the store owns
-    them from then on. An object of the wrong kind (with ``expected_kind``) or
+    Objects reach the store as the ListerWatcher produced them (hence a
+    ``ReflectorStore[Any]``: a store of any object type is accepted, and it is
+    the caller's to know what the ListerWatcher decodes); the store owns them
+    from then on. An object of the wrong kind (with ``expected_kind``) or
     without metadata, and an object the store rejects (e.g. no name), is logged
     by key and skipped: it never breaks the watch. A resourceVersion that is not
     a string is ignored (logged once): the Reflector keeps the last good one.
@@ -235,7 +237,7 @@ class Reflector:
     def __init__(
         self,
         lister_watcher: ListerWatcher,
-        store: ReflectorStore,
+        store: ReflectorStore[Any],
         *,
         name: str | None = None,
         expected_kind: str | None = None,
@@ -278,7 +280,8 @@ class Reflector:
     # -- public ---------------------------------------------------------------
 
     @property
-    def store(self) -> ReflectorStore:
+    def store(self) -> ReflectorStore[Any]:
+        """The store the Reflector writes to."""
         return self._store
 
     @property

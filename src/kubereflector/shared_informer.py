@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Generic, Literal
 
 from ._listener import Listener, Notification
 from ._processor import Processor, determine_resync_period
@@ -39,14 +40,14 @@ from .controller import (
     _describe_callable,
     _resolve_handler,
 )
-from .delta_fifo import DeltaFIFO, TransformFunc
+from .delta_fifo import DeltaFIFO, Deltas, TransformFunc
 from .fifo import RealFIFO
-from .keys import deletion_handling_meta_namespace_key_func
+from .keys import T, deletion_handling_meta_namespace_key_func
 from .listers import Lister
 from .listwatch import ListerWatcher
 from .queue import Queue
 from .reflector import ReflectorOptions, WatchErrorHandler, checked_options
-from .store import Cache, Indexer, Indexers
+from .store import Cache, Indexer, IndexFunc
 
 __all__ = [
     "HandlerStats",
@@ -110,29 +111,37 @@ class InformerStats:
         return sum(h.pending for h in self.handlers)
 
 
-class Registration:
+class Registration(Generic[T]):
     """The handle of one ``add_event_handler`` (client-go's
-    ``ResourceEventHandlerRegistration``); pass it to ``remove_event_handler``."""
+    ``ResourceEventHandlerRegistration``); pass it to ``remove_event_handler``.
+    Made by :meth:`SharedIndexInformer.add_event_handler`, never directly.
+    Thread-safe."""
 
     __slots__ = ("_handler", "_informer", "_listener")
 
     def __init__(
-        self, informer: SharedIndexInformer, handler: ResourceEventHandler, listener: Listener
+        self,
+        informer: SharedIndexInformer[T],
+        handler: ResourceEventHandler[T],
+        listener: Listener,
     ) -> None:
         self._informer = informer
         self._handler = handler
         self._listener = listener
 
     @property
-    def handler(self) -> ResourceEventHandler:
+    def handler(self) -> ResourceEventHandler[T]:
+        """The handler registered."""
         return self._handler
 
     @property
-    def informer(self) -> SharedIndexInformer:
+    def informer(self) -> SharedIndexInformer[T]:
+        """The informer it is registered with."""
         return self._informer
 
     @property
     def name(self) -> str:
+        """The name in log messages and :class:`HandlerStats`."""
         return self._listener.name
 
     @property
@@ -152,15 +161,22 @@ class Registration:
         return self._listener.has_synced()
 
     def is_removed(self) -> bool:
+        """True once :meth:`SharedIndexInformer.remove_event_handler` removed it."""
         return self._listener.stopped
 
     def __repr__(self) -> str:
         return f"<Registration {self.name} pending={self.pending} synced={self.has_synced()}>"
 
 
-class SharedIndexInformer:
+class SharedIndexInformer(Generic[T]):
     """A cache of one resource, shared by event handlers (client-go's
     ``SharedIndexInformer``).
+
+    ``SharedIndexInformer[T]`` caches objects of type ``T``: its indexer, lister
+    and handlers are typed by it. Plain ``SharedIndexInformer`` caches
+    :data:`~kubereflector.KubeObject` objects, the decoded JSON a ListerWatcher gives;
+    parametrise it (``SharedIndexInformer[Pod](lw)``) when a transform turns
+    them into something else. The type is not checked at runtime.
 
     ``default_resync`` (seconds, ``0``: never) is the resync period of handlers
     added without one, and the informer's initial resync check period.
@@ -183,7 +199,7 @@ class SharedIndexInformer:
         *,
         expected_kind: str | None = None,
         default_resync: float = 0,
-        indexers: Indexers | None = None,
+        indexers: Mapping[str, IndexFunc[T]] | None = None,
         queue: Literal["real", "delta"] = "real",
         clock: Clock | None = None,
         backoff: Backoff | None = None,
@@ -199,7 +215,7 @@ class SharedIndexInformer:
         self._clock: Clock = clock if clock is not None else RealClock()
         self._backoff = backoff
         self._reflector_options = checked_options(reflector_options, "reflector_options")
-        self._indexer = Cache(deletion_handling_meta_namespace_key_func, indexers)
+        self._indexer: Cache[T] = Cache(deletion_handling_meta_namespace_key_func, indexers)
         self._processor = Processor(self._clock)
         self._default_resync = float(default_resync)
         self._resync_check_period = float(default_resync)
@@ -213,11 +229,11 @@ class SharedIndexInformer:
         self._block_deltas = threading.RLock()
         self._started = False
         self._stopped = False
-        self._controller: Controller | None = None
-        self._registrations: dict[Registration, None] = {}
+        self._controller: Controller[Deltas[T]] | None = None
+        self._registrations: dict[Registration[T], None] = {}
         self._handler_count = 0
         self._sync_signal = SyncSignal()
-        self._lister: Lister | None = None
+        self._lister: Lister[T] | None = None
         self._deltas = 0
         self._last_event_at: float | None = None
 
@@ -229,24 +245,24 @@ class SharedIndexInformer:
     # -- the cache ------------------------------------------------------------------
 
     @property
-    def store(self) -> Indexer:
+    def store(self) -> Indexer[T]:
         """The cache (the same object as :attr:`indexer`). Read it from any thread;
         never write to it."""
         return self._indexer
 
     @property
-    def indexer(self) -> Indexer:
+    def indexer(self) -> Indexer[T]:
         """The cache, with its indexes. Read it from any thread; never write to it."""
         return self._indexer
 
     @property
-    def lister(self) -> Lister:
+    def lister(self) -> Lister[T]:
         """A :class:`~kubereflector.Lister` over the cache."""
         if self._lister is None:
             self._lister = Lister(self._indexer)
         return self._lister
 
-    def add_indexers(self, indexers: Indexers) -> None:
+    def add_indexers(self, indexers: Mapping[str, IndexFunc[T]]) -> None:
         """Add indexes; allowed before and after the start (objects already cached
         are indexed at once). Raises :class:`ValueError` for a name already
         added, :class:`InformerStoppedError` once stopped."""
@@ -279,8 +295,8 @@ class SharedIndexInformer:
     # -- handlers -----------------------------------------------------------------------
 
     def add_event_handler(
-        self, handler: ResourceEventHandler, resync_period: float | None = None
-    ) -> Registration:
+        self, handler: ResourceEventHandler[T], resync_period: float | None = None
+    ) -> Registration[T]:
         """Register ``handler``; it gets every later change, in order.
 
         A handler added after the start first gets ``on_add(obj,
@@ -343,7 +359,7 @@ class SharedIndexInformer:
                 listener.add_initial(self._indexer.list())
             return registration
 
-    def remove_event_handler(self, registration: Registration) -> None:
+    def remove_event_handler(self, registration: Registration[T]) -> None:
         """Stop delivering to a registration: its pending notifications are dropped
         and its consumer ends after the notification in hand. Raises
         :class:`ValueError` for a registration this informer does not hold (never
@@ -356,7 +372,8 @@ class SharedIndexInformer:
         self._sync_signal.notify()
 
     @property
-    def registrations(self) -> list[Registration]:
+    def registrations(self) -> list[Registration[T]]:
+        """The registrations not removed, in the order they were added."""
         with self._started_lock:
             return list(self._registrations)
 
@@ -368,10 +385,12 @@ class SharedIndexInformer:
         return controller is not None and controller.has_synced()
 
     def last_sync_resource_version(self) -> str:
+        """The resourceVersion the Reflector last synced to (``""`` before the start)."""
         controller = self._controller
         return "" if controller is None else controller.last_sync_resource_version()
 
     def has_started(self) -> bool:
+        """True once :meth:`run` has been called."""
         return self._started
 
     def is_stopped(self) -> bool:
@@ -379,6 +398,7 @@ class SharedIndexInformer:
         return self._stopped
 
     def stats(self) -> InformerStats:
+        """A snapshot of the informer's counters. Thread-safe."""
         controller = self._controller
         if controller is not None:
             r = controller.reflector.stats()
@@ -462,7 +482,7 @@ class SharedIndexInformer:
             finally:
                 self._sync_signal.notify()
 
-    def _new_queue(self) -> Queue:
+    def _new_queue(self) -> Queue[Deltas[T]]:
         if self._queue_kind == "delta":
             return DeltaFIFO(
                 known_objects=self._indexer,
@@ -471,7 +491,7 @@ class SharedIndexInformer:
             )
         return RealFIFO(known_objects=self._indexer, transformer=self._transform)
 
-    def _handle_deltas(self, deltas: Any, is_in_initial_list: bool) -> None:
+    def _handle_deltas(self, deltas: Deltas[T], is_in_initial_list: bool) -> None:
         notifications: list[Notification] = []
         with self._block_deltas:
             self._deltas += len(deltas)
@@ -491,7 +511,7 @@ class SharedIndexInformer:
 
 # -- waiting for caches ----------------------------------------------------------------
 
-_Syncable = SharedIndexInformer | Registration | Controller
+_Syncable = SharedIndexInformer[Any] | Registration[Any] | Controller[Any]
 
 
 def _sync_state(item: _Syncable) -> bool | None:

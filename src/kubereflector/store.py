@@ -19,9 +19,16 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeAlias, runtime_checkable
 
-from .keys import KeyFunc, deletion_handling_meta_namespace_key_func, get_namespace
+from .keys import (
+    DeletedFinalStateUnknown,
+    KeyFunc,
+    T,
+    T_co,
+    deletion_handling_meta_namespace_key_func,
+    get_namespace,
+)
 
 __all__ = [
     "NAMESPACE_INDEX",
@@ -41,18 +48,23 @@ __all__ = [
     "new_store",
 ]
 
-IndexFunc = Callable[[Any], list[str]]
-"""Maps an object to the values it is indexed under (possibly none). Must be pure."""
+IndexFunc: TypeAlias = Callable[[T], list[str]]
+"""Maps an object to the values it is indexed under (possibly none). Must be pure.
+``IndexFunc[T]`` indexes objects of type ``T``; plain ``IndexFunc``, a
+:data:`~kubereflector.KubeObject`."""
 
-Indexers = dict[str, IndexFunc]
-"""Index name -> index function."""
+Indexers: TypeAlias = dict[str, IndexFunc[T]]
+"""Index name -> index function (``Indexers[T]``: of objects of type ``T``)."""
 
 NAMESPACE_INDEX = "namespace"
 """Conventional name of the index built by :func:`meta_namespace_index_func`."""
 
 
 def meta_namespace_index_func(obj: Any) -> list[str]:
-    """Index by namespace; cluster-scoped objects index under ``""``."""
+    """Index by namespace; cluster-scoped objects index under ``""``. Accepts any
+    object the meta accessors do (see :func:`~kubereflector.get_namespace`), so it
+    fits an ``Indexers[T]`` of any ``T`` (typed ``Any``, not ``object``, so that it
+    does not make ``T`` ``object`` where ``T`` is inferred from the indexers)."""
     return [get_namespace(obj) or ""]
 
 
@@ -65,27 +77,47 @@ class IndexFuncError(ValueError):
 
 
 @runtime_checkable
-class KeyListerGetter(Protocol):
-    """What a queue needs to know about its consumer's objects (``known_objects``)."""
+class KeyListerGetter(Protocol[T_co]):
+    """What a queue needs to know about its consumer's objects (``known_objects``):
+    the keys it holds, and the object under a key (``None``: none)."""
 
-    def list_keys(self) -> list[str]: ...
+    def list_keys(self) -> list[str]:
+        """Every key held (a new list)."""
+        ...
 
-    def get_by_key(self, key: str) -> Any | None: ...
+    def get_by_key(self, key: str) -> T_co | None:
+        """The object under ``key``, or ``None``."""
+        ...
 
 
 @runtime_checkable
-class ReflectorStore(Protocol):
-    """The five methods a Reflector writes through (client-go's ``ReflectorStore``)."""
+class ReflectorStore(Protocol[T]):
+    """The five methods a Reflector writes through (client-go's ``ReflectorStore``).
 
-    def add(self, obj: Any) -> None: ...
+    ``add``/``update``/``delete`` record one change of an object; ``replace``
+    swaps the whole content for ``items`` (a relist) at ``resource_version``;
+    ``resync`` re-delivers what is held (a no-op for a plain cache).
+    """
 
-    def update(self, obj: Any) -> None: ...
+    def add(self, obj: T) -> None:
+        """Record that ``obj`` was added."""
+        ...
 
-    def delete(self, obj: Any) -> None: ...
+    def update(self, obj: T) -> None:
+        """Record that ``obj`` changed."""
+        ...
 
-    def replace(self, items: list[Any], resource_version: str) -> None: ...
+    def delete(self, obj: T) -> None:
+        """Record that ``obj`` was deleted (its last known state)."""
+        ...
 
-    def resync(self) -> None: ...
+    def replace(self, items: list[T], resource_version: str) -> None:
+        """Make ``items`` the whole content, listed at ``resource_version``."""
+        ...
+
+    def resync(self) -> None:
+        """Re-deliver what is held (a periodic resync)."""
+        ...
 
 
 @runtime_checkable
@@ -93,49 +125,74 @@ class ResourceVersionUpdater(Protocol):
     """Optional: a store that wants every resourceVersion the Reflector syncs to,
     bookmarks included."""
 
-    def update_resource_version(self, resource_version: str) -> None: ...
+    def update_resource_version(self, resource_version: str) -> None:
+        """Record the resourceVersion synced to."""
+        ...
 
 
 @runtime_checkable
-class Store(ReflectorStore, KeyListerGetter, Protocol):
-    """A keyed collection of objects (client-go's ``Store``).
+class Store(ReflectorStore[T], KeyListerGetter[T], Protocol[T]):
+    """A keyed collection of objects of type ``T`` (client-go's ``Store``).
 
-    ``get`` and ``get_by_key`` return the stored object, or ``None`` if absent.
+    ``get`` (by the key of ``obj``) and ``get_by_key`` return the stored object,
+    or ``None`` if absent; ``list`` returns every stored object. Objects returned
+    are the store's own: treat them as immutable.
     """
 
-    def list(self) -> list[Any]: ...
+    def list(self) -> list[T]:
+        """Every stored object (a new list)."""
+        ...
 
-    def get(self, obj: Any) -> Any | None: ...
+    def get(self, obj: T) -> T | None:
+        """The stored object with ``obj``'s key, or ``None``."""
+        ...
 
-    def last_store_sync_resource_version(self) -> str: ...
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion of the last ``replace`` (``""`` before one)."""
+        ...
 
 
 @runtime_checkable
-class Indexer(Store, Protocol):
+class Indexer(Store[T], Protocol[T]):
     """A Store with named secondary indexes (client-go's ``Indexer``).
 
+    ``index`` returns the objects sharing an indexed value with ``obj``,
+    ``by_index`` those indexed under one value, ``index_keys`` their keys.
     Every method raises :class:`UnknownIndexError` for an index name that was never added.
     """
 
-    def index(self, index_name: str, obj: Any) -> list[Any]: ...
+    def index(self, index_name: str, obj: T) -> list[T]:
+        """The objects sharing at least one of ``obj``'s values in the index."""
+        ...
 
-    def index_keys(self, index_name: str, indexed_value: str) -> list[str]: ...
+    def index_keys(self, index_name: str, indexed_value: str) -> list[str]:
+        """The keys of the objects indexed under ``indexed_value``."""
+        ...
 
-    def list_index_func_values(self, index_name: str) -> list[str]: ...
+    def list_index_func_values(self, index_name: str) -> list[str]:
+        """Every value at least one object is indexed under."""
+        ...
 
-    def by_index(self, index_name: str, indexed_value: str) -> list[Any]: ...
+    def by_index(self, index_name: str, indexed_value: str) -> list[T]:
+        """The objects indexed under ``indexed_value``."""
+        ...
 
-    def get_indexers(self) -> Indexers: ...
+    def get_indexers(self) -> Indexers[T]:
+        """The index functions, by index name (a copy)."""
+        ...
 
-    def add_indexers(self, indexers: Indexers) -> None: ...
+    def add_indexers(self, indexers: Indexers[T]) -> None:
+        """Add indexes (objects held are indexed at once); a name already
+        added raises ``ValueError``."""
+        ...
 
 
 # Per index name: indexed value -> keys of the objects with that value.
 _Index = dict[str, set[str]]
 
 
-class ThreadSafeStore:
-    """Objects by explicit key, with indexes kept exact on every write.
+class ThreadSafeStore(Generic[T]):
+    """Objects of type ``T`` by explicit key, with indexes kept exact on every write.
 
     Empty index buckets are dropped, so a churn of distinct values never leaks.
     See the module docstring for the thread-safety and consistency contract.
@@ -143,23 +200,23 @@ class ThreadSafeStore:
 
     __slots__ = ("_indexers", "_indices", "_items", "_lock")
 
-    def __init__(self, indexers: Indexers | None = None) -> None:
+    def __init__(self, indexers: Mapping[str, IndexFunc[T]] | None = None) -> None:
         self._lock = threading.Lock()
-        self._items: dict[str, Any] = {}
-        self._indexers: Indexers = dict(indexers or {})
+        self._items: dict[str, T] = {}
+        self._indexers: Indexers[T] = dict(indexers or {})
         self._indices: dict[str, _Index] = {name: {} for name in self._indexers}
 
     # -- writes -------------------------------------------------------------
 
-    def add(self, key: str, obj: Any) -> None:
+    def add(self, key: str, obj: T) -> None:
         """Store ``obj`` under ``key``, replacing any previous object."""
         self.update(key, obj)
 
-    def update(self, key: str, obj: Any) -> None:
+    def update(self, key: str, obj: T) -> None:
         """Store ``obj`` under ``key``, moving its index entries as its values change."""
         self.swap(key, obj)
 
-    def swap(self, key: str, obj: Any) -> Any | None:
+    def swap(self, key: str, obj: T) -> T | None:
         """Like :meth:`update`, returning the object ``key`` held before (``None``: none)."""
         with self._lock:
             old = self._items.get(key)
@@ -177,7 +234,7 @@ class ThreadSafeStore:
             # Old values were computed successfully when the object went in.
             self._apply_index_changes(key, self._index_changes(key, old, None))
 
-    def replace(self, items: Mapping[str, Any]) -> None:
+    def replace(self, items: Mapping[str, T]) -> None:
         """Swap the whole content for ``items`` in one step, rebuilding every index."""
         new_items = dict(items)
         with self._lock:
@@ -186,27 +243,32 @@ class ThreadSafeStore:
 
     # -- reads --------------------------------------------------------------
 
-    def get(self, key: str) -> Any | None:
+    def get(self, key: str) -> T | None:
+        """The object stored under ``key``, or ``None``."""
         with self._lock:
             return self._items.get(key)
 
-    def list(self) -> builtins.list[Any]:
+    def list(self) -> builtins.list[T]:
+        """Every stored object (a new list; the objects are the store's own)."""
         with self._lock:
             return list(self._items.values())
 
     def list_keys(self) -> builtins.list[str]:
+        """Every key (a new list)."""
         with self._lock:
             return list(self._items)
 
     def __len__(self) -> int:
+        """How many objects are stored."""
         return len(self._items)
 
     def __contains__(self, key: object) -> bool:
+        """Whether an object is stored under ``key``."""
         return key in self._items
 
     # -- indexes ------------------------------------------------------------
 
-    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+    def index(self, index_name: str, obj: T) -> builtins.list[T]:
         """Objects sharing at least one of ``obj``'s values in the named index."""
         with self._lock:
             func = self._indexer(index_name)
@@ -233,19 +295,19 @@ class ThreadSafeStore:
             self._indexer(index_name)
             return list(self._indices[index_name])
 
-    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[T]:
         """Objects indexed under ``indexed_value``."""
         with self._lock:
             self._indexer(index_name)
             keys = self._indices[index_name].get(indexed_value, ())
             return [self._items[k] for k in keys]
 
-    def get_indexers(self) -> Indexers:
+    def get_indexers(self) -> Indexers[T]:
         """A copy of the registered index functions."""
         with self._lock:
             return dict(self._indexers)
 
-    def add_indexers(self, indexers: Indexers) -> None:
+    def add_indexers(self, indexers: Mapping[str, IndexFunc[T]]) -> None:
         """Register more indexes; objects already stored are indexed at once.
 
         Raises :class:`ValueError` if a name is already registered (nothing is
@@ -261,7 +323,7 @@ class ThreadSafeStore:
 
     # -- internals (call with the lock held) --------------------------------
 
-    def _indexer(self, index_name: str) -> IndexFunc:
+    def _indexer(self, index_name: str) -> IndexFunc[T]:
         try:
             return self._indexers[index_name]
         except KeyError:
@@ -272,7 +334,7 @@ class ThreadSafeStore:
 
     @staticmethod
     def _call_index_func(
-        name: str, func: IndexFunc, obj: Any, key: str | None
+        name: str, func: IndexFunc[T], obj: T, key: str | None
     ) -> builtins.list[str]:
         try:
             return func(obj)
@@ -281,7 +343,7 @@ class ThreadSafeStore:
             raise IndexFuncError(f"index function {name!r} failed on {what}: {err}") from err
 
     def _index_changes(
-        self, key: str, old: Any | None, new: Any | None
+        self, key: str, old: T | None, new: T | None
     ) -> builtins.list[tuple[_Index, builtins.list[str], builtins.list[str]]]:
         """Per index, the (old values, new values) of a write; raises before any change."""
         changes = []
@@ -310,13 +372,15 @@ class ThreadSafeStore:
                 else:
                     bucket.add(key)
 
-    @classmethod
-    def _build_indices(cls, indexers: Indexers, items: Mapping[str, Any]) -> dict[str, _Index]:
+    @staticmethod
+    def _build_indices(
+        indexers: Mapping[str, IndexFunc[T]], items: Mapping[str, T]
+    ) -> dict[str, _Index]:
         indices: dict[str, _Index] = {}
         for name, func in indexers.items():
             index: _Index = {}
             for key, obj in items.items():
-                for value in cls._call_index_func(name, func, obj, key):
+                for value in ThreadSafeStore._call_index_func(name, func, obj, key):
                     bucket = index.get(value)
                     if bucket is None:
                         index[value] = {key}
@@ -326,8 +390,9 @@ class ThreadSafeStore:
         return indices
 
 
-class Cache:
-    """A :class:`ThreadSafeStore` keyed by a key function: implements :class:`Indexer`.
+class Cache(Generic[T]):
+    """A :class:`ThreadSafeStore` keyed by a key function: implements :class:`Indexer`
+    of ``T`` (``Cache`` alone holds :data:`~kubereflector.KubeObject` objects).
 
     The default key function handles :class:`~kubereflector.DeletedFinalStateUnknown`
     tombstones, so ``delete(tombstone)`` removes the right key. A key function that
@@ -340,31 +405,36 @@ class Cache:
     def __init__(
         self,
         key_func: KeyFunc = deletion_handling_meta_namespace_key_func,
-        indexers: Indexers | None = None,
+        indexers: Mapping[str, IndexFunc[T]] | None = None,
     ) -> None:
         self._key_func = key_func
-        self._store = ThreadSafeStore(indexers)
+        self._store: ThreadSafeStore[T] = ThreadSafeStore(indexers)
         self._resource_version = ""
 
     @property
     def key_func(self) -> KeyFunc:
+        """The function that maps an object to its key."""
         return self._key_func
 
-    def add(self, obj: Any) -> None:
+    def add(self, obj: T) -> None:
+        """Store ``obj`` under its key, replacing any previous object."""
         self._store.add(self._key_func(obj), obj)
 
-    def update(self, obj: Any) -> None:
+    def update(self, obj: T) -> None:
+        """Same as :meth:`add`."""
         self._store.update(self._key_func(obj), obj)
 
-    def delete(self, obj: Any) -> None:
+    def delete(self, obj: T | DeletedFinalStateUnknown[T]) -> None:
+        """Remove the object with ``obj``'s key (for a tombstone: its ``key``);
+        absent keys are ignored."""
         self._store.delete(self._key_func(obj))
 
-    def swap(self, obj: Any) -> Any | None:
+    def swap(self, obj: T) -> T | None:
         """Store ``obj`` (as :meth:`update`) and return the object it replaced, or
         ``None``: a get and an update in one step."""
         return self._store.swap(self._key_func(obj), obj)
 
-    def replace(self, items: builtins.list[Any], resource_version: str) -> None:
+    def replace(self, items: builtins.list[T], resource_version: str) -> None:
         """Swap the content for ``items`` atomically; later duplicates of a key win."""
         key_func = self._key_func
         self._store.replace({key_func(obj): obj for obj in items})
@@ -374,60 +444,80 @@ class Cache:
         """Nothing to do for a plain cache (kept for the Store protocol)."""
 
     def update_resource_version(self, resource_version: str) -> None:
+        """Record the resourceVersion the Reflector synced to (see
+        :class:`ResourceVersionUpdater`)."""
         self._resource_version = resource_version
 
     def last_store_sync_resource_version(self) -> str:
         """The resourceVersion of the last ``replace`` or ``update_resource_version``."""
         return self._resource_version
 
-    def list(self) -> builtins.list[Any]:
+    def list(self) -> builtins.list[T]:
+        """Every stored object (a new list; the objects are the cache's own)."""
         return self._store.list()
 
     def list_keys(self) -> builtins.list[str]:
+        """Every key (a new list)."""
         return self._store.list_keys()
 
-    def get(self, obj: Any) -> Any | None:
+    def get(self, obj: T) -> T | None:
+        """The object stored under ``obj``'s key, or ``None``."""
         return self._store.get(self._key_func(obj))
 
-    def get_by_key(self, key: str) -> Any | None:
+    def get_by_key(self, key: str) -> T | None:
+        """The object stored under ``key``, or ``None``."""
         return self._store.get(key)
 
     def __len__(self) -> int:
+        """How many objects are stored."""
         return len(self._store)
 
     def __contains__(self, key: object) -> bool:
+        """Whether an object is stored under ``key``."""
         return key in self._store
 
-    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+    def index(self, index_name: str, obj: T) -> builtins.list[T]:
+        """See :meth:`ThreadSafeStore.index`."""
         return self._store.index(index_name, obj)
 
     def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]:
+        """See :meth:`ThreadSafeStore.index_keys`."""
         return self._store.index_keys(index_name, indexed_value)
 
     def list_index_func_values(self, index_name: str) -> builtins.list[str]:
+        """See :meth:`ThreadSafeStore.list_index_func_values`."""
         return self._store.list_index_func_values(index_name)
 
-    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[T]:
+        """See :meth:`ThreadSafeStore.by_index`."""
         return self._store.by_index(index_name, indexed_value)
 
-    def get_indexers(self) -> Indexers:
+    def get_indexers(self) -> Indexers[T]:
+        """See :meth:`ThreadSafeStore.get_indexers`."""
         return self._store.get_indexers()
 
-    def add_indexers(self, indexers: Indexers) -> None:
+    def add_indexers(self, indexers: Mapping[str, IndexFunc[T]]) -> None:
+        """See :meth:`ThreadSafeStore.add_indexers`."""
         self._store.add_indexers(indexers)
 
     def __repr__(self) -> str:
         return f"<Cache objects={len(self._store)} indexes={sorted(self.get_indexers())}>"
 
 
-def new_store(key_func: KeyFunc = deletion_handling_meta_namespace_key_func) -> Cache:
-    """A thread-safe Store without indexes (client-go's ``NewStore``)."""
+def new_store(key_func: KeyFunc = deletion_handling_meta_namespace_key_func) -> Cache[T]:
+    """A thread-safe Store without indexes (client-go's ``NewStore``).
+
+    It holds :data:`~kubereflector.KubeObject` objects unless annotated otherwise
+    (``store: Cache[MyModel] = new_store()``)."""
     return Cache(key_func)
 
 
 def new_indexer(
     key_func: KeyFunc = deletion_handling_meta_namespace_key_func,
-    indexers: Indexers | None = None,
-) -> Cache:
-    """A thread-safe Indexer with the given indexes (client-go's ``NewIndexer``)."""
+    indexers: Mapping[str, IndexFunc[T]] | None = None,
+) -> Cache[T]:
+    """A thread-safe Indexer with the given indexes (client-go's ``NewIndexer``).
+
+    Its object type is the one its index functions take
+    (:data:`~kubereflector.KubeObject` unless they say otherwise)."""
     return Cache(key_func, indexers)

@@ -13,22 +13,33 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from .delta_fifo import TransformFunc
-from .keys import DeletedFinalStateUnknown, get_metadata
+from .keys import DeletedFinalStateUnknown, KubeObject, get_metadata
 
 __all__ = ["compose", "strip_managed_fields"]
+
+_O = TypeVar("_O")
+
+
+@overload
+def strip_managed_fields(obj: KubeObject) -> KubeObject: ...
+
+
+@overload
+def strip_managed_fields(obj: _O) -> _O: ...
 
 
 def strip_managed_fields(obj: Any) -> Any:
     """``obj`` without ``metadata.managedFields`` (server-side apply bookkeeping,
     often the largest part of an object, which controllers rarely read).
 
-    A dict comes back as a new dict with a new ``metadata`` (other values are
+    A mapping comes back as a new dict with a new ``metadata`` (other values are
     shared with the input); an object with a ``metadata`` attribute (official
-    client models, ``managed_fields``) comes back as a shallow copy. An object
-    without managed fields is returned as it is.
+    client models, ``managed_fields``) comes back as a shallow copy of its own
+    type. An object without managed fields, and a
+    :class:`~kubereflector.DeletedFinalStateUnknown`, is returned as it is.
     """
     if type(obj) is DeletedFinalStateUnknown:
         return obj

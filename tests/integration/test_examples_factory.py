@@ -95,3 +95,35 @@ async def test_follows_changes_until_interrupted(script: str, target: Target) ->
     assert stderr.decode() == ""
     assert stdout.decode() == ""
     assert proc.returncode == 0
+
+
+async def read_until(proc: asyncio.subprocess.Process, wanted: str, allowed: set[str]) -> None:
+    """Read lines until ``wanted``; each line before it must be one of ``allowed``."""
+    line = await read_line(proc)
+    while line != wanted:
+        assert line in allowed, f"unexpected {line!r} while waiting for {wanted!r}"
+        line = await read_line(proc)
+
+
+async def test_workqueue_controller_reconciles_retries_and_sees_deletes(target: Target) -> None:
+    await target.create_pod("p0")
+    ns = target.namespace
+    async with example("workqueue_controller.py", target) as proc:
+        assert await read_line(proc) == f"reconciled {ns}/p0"  # the initial list
+        await target.create_pod("p1", labels={"example.com/fail": "true"})
+        assert await read_line(proc) == f"retry {ns}/p1 (attempt 1)"
+        assert await read_line(proc) == f"retry {ns}/p1 (attempt 2)"  # after 5 ms
+        await target.label_pod("p1", {"example.com/fail": "false"})
+        # Backing off until the change arrives.
+        retries = {f"retry {ns}/p1 (attempt {n})" for n in range(3, 20)}
+        await read_until(proc, f"reconciled {ns}/p1", retries)
+        await target.delete_pod("p0")
+        # A real server first marks p0 as deleting (an update); the retry that
+        # was still waiting reconciles p1 once more.
+        again = {f"reconciled {ns}/p0", f"reconciled {ns}/p1"}
+        await read_until(proc, f"gone {ns}/p0", again)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
+    assert stderr.decode() == ""
+    assert set(stdout.decode().splitlines()) <= again
+    assert proc.returncode == 0

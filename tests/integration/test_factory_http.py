@@ -24,6 +24,7 @@ from kubereflector import (
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
     SharedInformerFactory,
+    SyncSharedInformerFactory,
     deletion_handling_meta_namespace_key_func,
 )
 from kubereflector.client import load_config
@@ -245,7 +246,7 @@ async def test_a_factory_that_owns_its_client_closes_it(target: Target) -> None:
     assert factory.client.closed
 
 
-async def test_the_sync_facade_over_http_from_plain_threads(target: Target) -> None:
+async def test_the_sync_factory_over_http_from_plain_threads(target: Target) -> None:
     """The whole sync lifecycle runs in plain threads (no event loop there), while
     this test's loop serves the emulator and makes the changes."""
     await target.create_pod("p0")
@@ -258,8 +259,8 @@ async def test_the_sync_facade_over_http_from_plain_threads(target: Target) -> N
         if pod["metadata"]["name"] == "p1":
             added.set()
 
-    def start() -> tuple[SharedInformerFactory, dict[str, bool]]:
-        factory = SharedInformerFactory(config, namespace=target.namespace)
+    def start() -> tuple[SyncSharedInformerFactory, dict[str, bool]]:
+        factory = SyncSharedInformerFactory(config, namespace=target.namespace)
         registration = factory.informer_for("pods").add_event_handler(
             ResourceEventHandlerFuncs(on_add=on_add)
         )
@@ -269,7 +270,6 @@ async def test_the_sync_facade_over_http_from_plain_threads(target: Target) -> N
     factory, synced = await asyncio.to_thread(start)
     try:
         assert synced == {"pods": True}
-        assert factory.mode == "sync"
         assert seen == [("p0", False)]
         await target.create_pod("p1")
         assert await asyncio.to_thread(added.wait, WAIT)

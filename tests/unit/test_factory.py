@@ -6,10 +6,10 @@ aggregated discovery documents, and ``ResourceListWatch`` lists and watches one
 refuses to be used from a second event loop, so a factory that ran anything on
 the wrong loop fails here.
 
-Async-mode tests are coroutines (the factory runs on the test's loop); sync-mode
-tests are plain functions with no event loop at all, as a sync user's program
-is. Plain handlers record through a threading.Condition and the tests wait on it
-with a timeout; nothing sleeps.
+SharedInformerFactory tests are coroutines (the factory runs on the test's loop);
+SyncSharedInformerFactory tests are plain functions with no event loop at all, as
+a sync user's program is. Plain handlers record through a threading.Condition and
+the tests wait on it with a timeout; nothing sleeps.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from kubereflector import (
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
     SharedInformerFactory,
+    SyncSharedInformerFactory,
 )
 from kubereflector._loop_thread import LoopThread
 from kubereflector.client import Discovery, UnknownResourceError
@@ -231,14 +232,14 @@ def factory_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "kubereflector-factory" and t.is_alive()]
 
 
-# -- sharing and resolution (async mode) ----------------------------------------------------
+# -- sharing and resolution (SharedInformerFactory) -------------------------------------------
 
 
 @pytest.mark.asyncio
 async def test_one_informer_per_resource_whatever_its_name() -> None:
     client = FakeClient()
     async with SharedInformerFactory(client) as factory:  # type: ignore[arg-type]
-        assert factory.mode == "async"
+        assert factory.loop is asyncio.get_running_loop()
         pods = factory.informer_for("pods")
         assert isinstance(pods, SharedIndexInformer)
         for name in ("po", "Pod", "pod", "v1/pods"):
@@ -255,7 +256,7 @@ async def test_one_informer_per_resource_whatever_its_name() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_name_missing_from_discovery_asks_for_resolve_in_async_mode() -> None:
+async def test_a_name_missing_from_discovery_asks_for_resolve() -> None:
     client = FakeClient()
     async with SharedInformerFactory(client) as factory:  # type: ignore[arg-type]
         with pytest.raises(UnknownResourceError, match=r"await factory\.resolve\('gadgets'\)"):
@@ -277,9 +278,9 @@ async def test_informer_for_before_entering_needs_resolve() -> None:
     factory = SharedInformerFactory(client)  # type: ignore[arg-type]
     with pytest.raises(UnknownResourceError, match="async with"):
         factory.informer_for("pods")
-    assert factory.mode == "new"
+    assert factory.loop is None
     pods = factory.informer_for(await factory.resolve("po"))
-    assert factory.mode == "async"
+    assert factory.loop is asyncio.get_running_loop()
     assert factory.informer_for("pods") is pods
     factory.start()
     assert await factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
@@ -308,7 +309,7 @@ async def test_unknown_custom_resync_name_fails_early() -> None:
         await factory.__aenter__()
 
 
-# -- running (async mode) ---------------------------------------------------------------------
+# -- running (SharedInformerFactory) ----------------------------------------------------------
 
 
 @pytest.mark.asyncio
@@ -507,9 +508,9 @@ async def test_handlers_to_wait_for() -> None:
         assert slow.events == [("add", "a")]
         foreign = SharedIndexInformer(FakeControllerSource())
         with pytest.raises(ValueError, match="not a registration of this factory"):
-            factory.wait_for_cache_sync(handlers=[foreign.add_event_handler(Recorder())])
+            await factory.wait_for_cache_sync(handlers=[foreign.add_event_handler(Recorder())])
         with pytest.raises(TypeError):
-            factory.wait_for_cache_sync(handlers=[pods])  # type: ignore[list-item]
+            await factory.wait_for_cache_sync(handlers=[pods])  # type: ignore[list-item]
 
 
 @pytest.mark.asyncio
@@ -547,21 +548,65 @@ async def test_concurrent_shutdowns_wait_for_the_same_one() -> None:
 
 
 @pytest.mark.asyncio
-async def test_async_mode_is_fixed() -> None:
+async def test_the_async_factory_is_bound_to_one_loop() -> None:
     factory = SharedInformerFactory(FakeClient())  # type: ignore[arg-type]
     async with factory:
-        with pytest.raises(RuntimeError, match="async mode"):
-            factory.__enter__()
+        other_loop_entered: list[BaseException] = []
+
+        def enter_on_another_loop() -> None:
+            async def enter() -> None:
+                await factory.__aenter__()
+
+            try:
+                asyncio.run(enter())
+            except RuntimeError as err:
+                other_loop_entered.append(err)
+
+        thread = threading.Thread(target=enter_on_another_loop)
+        thread.start()
+        thread.join(WAIT)
+        assert [str(e) for e in other_loop_entered] == [
+            "this SharedInformerFactory runs on another event loop"
+        ]
 
 
-def test_arguments_are_checked() -> None:
-    with pytest.raises(TypeError, match="Client or a ClientConfig"):
-        SharedInformerFactory("https://example.invalid")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="default_resync"):
-        SharedInformerFactory(FakeClient(), default_resync=-1)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="custom_resync"):
-        SharedInformerFactory(FakeClient(), custom_resync={"pods": -1})  # type: ignore[arg-type]
+def test_the_async_factory_refuses_plain_threads_and_names_the_sync_one() -> None:
     factory = SharedInformerFactory(FakeClient())  # type: ignore[arg-type]
+    with (
+        pytest.raises(
+            TypeError, match=r"'async with SharedInformerFactory.*use SyncSharedInformerFactory"
+        ),
+        factory,  # type: ignore[attr-defined]
+    ):
+        pytest.fail("entered")
+    with pytest.raises(RuntimeError, match="SyncSharedInformerFactory"):
+        factory.start()  # no event loop runs here
+    assert factory.loop is None
+    assert factory_threads() == []
+
+
+@pytest.mark.asyncio
+async def test_the_sync_factory_refuses_async_with_and_names_the_async_one() -> None:
+    factory = SyncSharedInformerFactory(FakeClient())  # type: ignore[arg-type]
+    with pytest.raises(
+        TypeError, match=r"'with SyncSharedInformerFactory.*use SharedInformerFactory"
+    ):
+        async with factory:  # type: ignore[attr-defined]
+            pytest.fail("entered")
+    assert factory_threads() == []
+
+
+@pytest.mark.parametrize("factory_class", [SharedInformerFactory, SyncSharedInformerFactory])
+def test_arguments_are_checked(factory_class: type[SharedInformerFactory]) -> None:
+    with pytest.raises(
+        TypeError, match=f"{factory_class.__name__} needs a Client or a ClientConfig"
+    ):
+        factory_class("https://example.invalid")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="default_resync"):
+        factory_class(FakeClient(), default_resync=-1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="custom_resync"):
+        factory_class(FakeClient(), custom_resync={"pods": -1})  # type: ignore[arg-type]
+    factory = factory_class(FakeClient())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="name or a ResourceInfo"):
         factory.informer_for(42)  # type: ignore[arg-type]
 
@@ -574,7 +619,7 @@ def test_a_tweak_must_return_list_options() -> None:
         lw.watch(ListOptions())
 
 
-# -- the sync facade (no event loop in the calling threads) ----------------------------------
+# -- SyncSharedInformerFactory (no event loop in the calling threads) --------------------------
 
 
 def test_sync_facade_from_plain_threads() -> None:
@@ -582,11 +627,11 @@ def test_sync_facade_from_plain_threads() -> None:
     source = client.source("pods")
     for name in ("a", "b", "c"):
         source.add(pod(name))
-    factory = SharedInformerFactory(client)  # type: ignore[arg-type]
+    factory = SyncSharedInformerFactory(client)  # type: ignore[arg-type]
     # Many threads ask at once, by different names: one informer.
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         informers = list(pool.map(factory.informer_for, ["pods", "po", "Pod", "v1/pods"] * 4))
-    assert factory.mode == "sync"
+    assert len(factory_threads()) == 1  # resolving the names started the loop thread
     pods = informers[0]
     assert all(i is pods for i in informers)
     assert client.discovery_fetches == 1
@@ -640,10 +685,12 @@ def test_sync_with_block_and_a_second_informer_started_later() -> None:
     client = FakeClient()
     client.source("pods").add(pod("a"))
     client.source("deployments", "apps").add(deployment("web"))
-    with SharedInformerFactory(client) as factory:  # type: ignore[arg-type]
-        assert factory.mode == "sync"
+    with SyncSharedInformerFactory(client) as factory:  # type: ignore[arg-type]
+        assert len(factory_threads()) == 1
         factory.informer_for("pods")
+        assert repr(factory) == "<SyncSharedInformerFactory new informers=[pods]>"
         factory.start()
+        assert repr(factory) == "<SyncSharedInformerFactory started informers=[pods]>"
         assert factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
         factory.informer_for("deploy")
         factory.start()
@@ -653,16 +700,19 @@ def test_sync_with_block_and_a_second_informer_started_later() -> None:
         }
         assert names(factory.lister_for("deployments").list()) == ["web"]
     assert factory.is_shut_down()
+    assert (
+        repr(factory) == "<SyncSharedInformerFactory shut down informers=[pods, deployments.apps]>"
+    )
     assert factory_threads() == []
 
 
-def test_a_coroutine_handler_in_sync_mode_runs_on_the_factory_loop() -> None:
+def test_a_coroutine_handler_of_the_sync_factory_runs_on_its_loop() -> None:
     client = FakeClient()
     client.source("pods").add(pod("a"))
     client.source("configmaps").add(configmap("c"))
     outcomes: list[Any] = []
     done = threading.Event()
-    with SharedInformerFactory(client) as factory:  # type: ignore[arg-type]
+    with SyncSharedInformerFactory(client) as factory:  # type: ignore[arg-type]
 
         async def on_add(obj: Any, is_in_initial_list: bool) -> None:
             outcomes.append(asyncio.get_running_loop() is factory.loop)
@@ -688,25 +738,25 @@ def test_a_coroutine_handler_in_sync_mode_runs_on_the_factory_loop() -> None:
     assert outcomes == [True, "refused"]
 
 
-def test_sync_mode_is_fixed() -> None:
+@pytest.mark.asyncio
+async def test_the_sync_factory_runs_on_its_own_thread_where_a_loop_runs() -> None:
+    """As in a notebook: an event loop runs in the caller's thread, the factory
+    still runs on its own (and its blocking calls block this coroutine briefly)."""
     client = FakeClient()
-    factory = SharedInformerFactory(client)  # type: ignore[arg-type]
-    factory.start()
-    assert factory.mode == "sync"
-
-    async def enter() -> None:
-        async with factory:
-            pass
-
-    with pytest.raises(RuntimeError, match="sync mode"):
-        asyncio.run(enter())
-    factory.shutdown()
+    client.source("pods").add(pod("a"))
+    with SyncSharedInformerFactory(client) as factory:  # type: ignore[arg-type]
+        factory.informer_for("pods")
+        factory.start()
+        assert factory.loop is not asyncio.get_running_loop()
+        assert factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
+        assert client.loop is factory.loop
+    assert factory_threads() == []
 
 
 def test_concurrent_sync_shutdowns() -> None:
     client = FakeClient()
     client.source("pods").add(pod("a"))
-    factory = SharedInformerFactory(client)  # type: ignore[arg-type]
+    factory = SyncSharedInformerFactory(client)  # type: ignore[arg-type]
     factory.informer_for("pods")
     factory.start()
     assert factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
@@ -724,7 +774,7 @@ def test_a_blocked_wait_returns_when_another_thread_shuts_down() -> None:
     client = FakeClient()
     client.source("pods").fail_next_watch(ForbiddenError("no"), times=1000)
     client.source("pods").fail_next_list(ForbiddenError("no"), times=1000)
-    factory = SharedInformerFactory(client)  # type: ignore[arg-type]
+    factory = SyncSharedInformerFactory(client)  # type: ignore[arg-type]
     factory.informer_for("pods")
     factory.start()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -733,13 +783,23 @@ def test_a_blocked_wait_returns_when_another_thread_shuts_down() -> None:
         assert waiting.result(WAIT) == {"pods": False}
 
 
-def test_a_factory_never_started() -> None:
-    factory = SharedInformerFactory(FakeClient())  # type: ignore[arg-type]
+def test_a_sync_factory_never_started() -> None:
+    client = FakeClient()
+    factory = SyncSharedInformerFactory(client)  # type: ignore[arg-type]
     assert factory.wait_for_cache_sync() == {}
-    assert factory.shutdown() is None
+    factory.shutdown()
     assert factory.is_shut_down()
-    assert factory.mode == "new"
+    assert factory.loop is None
     assert factory_threads() == []
+
+
+@pytest.mark.asyncio
+async def test_an_async_factory_never_started() -> None:
+    factory = SharedInformerFactory(FakeClient())  # type: ignore[arg-type]
+    assert await factory.wait_for_cache_sync() == {}
+    await factory.shutdown()
+    assert factory.is_shut_down()
+    assert factory.loop is None
 
 
 # -- the loop thread ------------------------------------------------------------------------

@@ -21,7 +21,11 @@ import kubereflector
 
 # Public subpackages with an API of their own, imported by their full name
 # (``kubereflector.testing.FakeControllerSource``): not re-exported by the package.
-NOT_REEXPORTED = frozenset({"testing", "client", "cli"})
+NOT_REEXPORTED = frozenset({"testing", "client", "cli", "workqueue"})
+
+# Of those, the subpackages whose ``__all__`` re-exports every public name of their
+# own public modules, as the package does (``kubereflector.workqueue.WorkQueue``).
+COMPLETE_SUBPACKAGES = frozenset({"workqueue"})
 
 
 def public_submodules() -> list[str]:
@@ -153,3 +157,31 @@ def test_known_submodules_are_discovered() -> None:
 def test_version() -> None:
     assert isinstance(kubereflector.__version__, str)
     assert "__version__" in kubereflector.__all__
+
+
+@pytest.mark.parametrize("subpackage", sorted(COMPLETE_SUBPACKAGES))
+def test_subpackage_reexports_its_modules(subpackage: str) -> None:
+    package = importlib.import_module(f"kubereflector.{subpackage}")
+    exported = package.__all__
+    assert len(set(exported)) == len(exported), f"duplicates in {subpackage}.__all__"
+    undefined = [name for name in exported if not hasattr(package, name)]
+    assert not undefined, f"kubereflector.{subpackage}.__all__ lists undefined {undefined}"
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"kubereflector.{subpackage}.{info.name}")
+        own = getattr(module, "__all__", None)
+        assert own is not None, f"kubereflector.{subpackage}.{info.name} has no __all__"
+        missing = [name for name in own if name not in exported]
+        assert not missing, f"{subpackage}.{info.name} names missing from {subpackage}: {missing}"
+        different = [name for name in own if getattr(package, name) is not getattr(module, name)]
+        assert not different, f"{subpackage} binds other objects than {info.name}: {different}"
+        unlisted = sorted(  # the classes and functions it defines
+            name
+            for name, value in vars(module).items()
+            if not name.startswith("_")
+            and name not in own
+            and (inspect.isclass(value) or inspect.isroutine(value))
+            and getattr(value, "__module__", None) == module.__name__
+        )
+        assert not unlisted, f"public in {subpackage}.{info.name}, not in its __all__: {unlisted}"

@@ -95,4 +95,11 @@ def test_reflector_options_example() -> None:
         assert factory._reflector_options == ReflectorOptions(idle_timeout=45, backoff_cap=120)
         assert factory._custom_options["events"].page_size == 200
     finally:
-        factory.shutdown()
+        asyncio.run(factory.shutdown())
+
+
+def test_work_queue_example() -> None:
+    namespace = _run("Controllers: the work queue")
+    queue = namespace["queue"]
+    assert len(queue) == 0
+    queue.done(namespace["key"])

@@ -136,6 +136,28 @@ async def test_empty_body_is_none_and_non_json_success_is_a_decode_error(
     assert TOKEN not in str(info.value)
 
 
+async def test_the_object_methods_want_a_json_object(server: FakeServer, client: Client) -> None:
+    """get/create/update/patch/delete are typed to return a JSON object: any other
+    answer (a 204, a JSON array) is a DecodeError naming the URL, not a lie."""
+
+    async def empty(_request: web.Request) -> web.StreamResponse:
+        return web.Response(status=204)
+
+    async def array(_request: web.Request) -> web.StreamResponse:
+        return web.json_response([1, 2])
+
+    server.route("DELETE", "/x", empty)
+    server.route("GET", "/list", array)
+    with pytest.raises(
+        DecodeError, match="expected a JSON object in answer to DELETE, got an empty body"
+    ) as info:
+        await client.delete("/x")
+    assert f"{server.url}/x" in str(info.value)
+    with pytest.raises(DecodeError, match="got a JSON list"):
+        await client.get("/list", params={"limit": 1})
+    assert await client.request("GET", "/list") == [1, 2]
+
+
 async def test_path_must_be_absolute(client: Client) -> None:
     with pytest.raises(ValueError, match="must start with '/'"):
         await client.get("api/v1/pods")

@@ -17,7 +17,7 @@ from .config import (
 )
 from .discovery import Discovery, ResourceInfo, UnknownResourceError
 from .listwatch import ResourceListWatch
-from .rest import Client
+from .rest import Client, JsonValue
 
 __all__ = [
     "Auth",
@@ -28,6 +28,7 @@ __all__ = [
     "Discovery",
     "ExecAuth",
     "ExecPluginError",
+    "JsonValue",
     "ResourceInfo",
     "ResourceListWatch",
     "StaticAuth",

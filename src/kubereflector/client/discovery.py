@@ -16,7 +16,7 @@ import difflib
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from ..errors import ApiError, NotFoundError
 from .paths import quote_segment, validate_name, validate_namespace, validate_path_segment
@@ -325,7 +325,7 @@ class Discovery:
 # -- parsing ----------------------------------------------------------------------
 
 
-def _is_aggregated(doc: Any) -> bool:
+def _is_aggregated(doc: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(doc, Mapping) and doc.get("kind") == _AGGREGATED_KIND
 
 

@@ -24,7 +24,7 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import aiohttp
 import msgspec
@@ -46,6 +46,7 @@ __all__ = [
     "ACCEPT_METADATA_LIST",
     "USER_AGENT",
     "Client",
+    "JsonValue",
     "QueryParams",
     "list_params",
 ]
@@ -70,6 +71,10 @@ ACCEPT_METADATA: Final = (
 
 QueryParams = Mapping[str, "str | int | bool"]
 """Query parameters: booleans are sent as ``true``/``false``."""
+
+JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
+"""A decoded JSON document (what :meth:`Client.request` returns): objects are
+``dict``, arrays ``list``; narrow it with ``isinstance`` before indexing."""
 
 _ERROR_MESSAGE_CHARS: Final = 200
 
@@ -262,7 +267,7 @@ class Client:
         json: Any = None,
         content_type: str | None = None,
         accept: str | None = None,
-    ) -> Any:
+    ) -> JsonValue:
         """Send a request and return its decoded JSON body (``None`` if empty).
 
         ``json`` is encoded with msgspec (``content_type`` defaults to
@@ -278,23 +283,45 @@ class Client:
         if not data.strip():
             return None
         try:
-            return _ANY_DECODER.decode(data)
+            decoded: JsonValue = _ANY_DECODER.decode(data)
         except msgspec.DecodeError as err:
             raise DecodeError(
                 f"could not decode the response ({len(data)} bytes): {err}", url=_safe(url)
             ) from err
+        return decoded
 
-    async def get(self, path: str, *, params: QueryParams | None = None) -> Any:
-        """``GET path``: the decoded object."""
-        return await self.request("GET", path, params=params)
+    async def _object(
+        self, method: str, path: str, params: QueryParams | None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """:meth:`request`, whose answer must be a JSON object (every Kubernetes
+        object, list and Status is): raises :class:`~kubereflector.errors.DecodeError`
+        for anything else, an empty body included."""
+        body = await self.request(method, path, params=params, **kwargs)
+        if not isinstance(body, dict):
+            what = "an empty body" if body is None else f"a JSON {type(body).__name__}"
+            raise DecodeError(
+                f"expected a JSON object in answer to {method}, got {what}",
+                url=_safe(self.url(path, params)),
+            )
+        return body
 
-    async def create(self, path: str, body: Any, *, params: QueryParams | None = None) -> Any:
+    async def get(self, path: str, *, params: QueryParams | None = None) -> dict[str, Any]:
+        """``GET path``: the decoded object (a new ``dict``, the caller's own).
+        Raises :class:`~kubereflector.errors.DecodeError` unless the answer is a
+        JSON object."""
+        return await self._object("GET", path, params)
+
+    async def create(
+        self, path: str, body: Any, *, params: QueryParams | None = None
+    ) -> dict[str, Any]:
         """``POST path`` with ``body`` (a collection's path): the created object."""
-        return await self.request("POST", path, params=params, json=body)
+        return await self._object("POST", path, params, json=body)
 
-    async def update(self, path: str, body: Any, *, params: QueryParams | None = None) -> Any:
+    async def update(
+        self, path: str, body: Any, *, params: QueryParams | None = None
+    ) -> dict[str, Any]:
         """``PUT path`` with ``body`` (an object's path): the replaced object."""
-        return await self.request("PUT", path, params=params, json=body)
+        return await self._object("PUT", path, params, json=body)
 
     async def patch(
         self,
@@ -303,19 +330,18 @@ class Client:
         *,
         content_type: str = "application/merge-patch+json",
         params: QueryParams | None = None,
-    ) -> Any:
+    ) -> dict[str, Any]:
         """``PATCH path``; a JSON merge patch unless ``content_type`` says otherwise
         (``application/json-patch+json``, ``application/strategic-merge-patch+json``,
         ``application/apply-patch+yaml`` with ``params={"fieldManager": ...}``)."""
-        return await self.request(
-            "PATCH", path, params=params, json=body, content_type=content_type
-        )
+        return await self._object("PATCH", path, params, json=body, content_type=content_type)
 
     async def delete(
         self, path: str, *, body: Any = None, params: QueryParams | None = None
-    ) -> Any:
-        """``DELETE path`` (``body``: ``DeleteOptions``): the server's answer."""
-        return await self.request("DELETE", path, params=params, json=body)
+    ) -> dict[str, Any]:
+        """``DELETE path`` (``body``: ``DeleteOptions``): the server's answer (the
+        object, or a ``Status``)."""
+        return await self._object("DELETE", path, params, json=body)
 
     # -- list and watch ---------------------------------------------------------
 

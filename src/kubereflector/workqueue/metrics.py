@@ -1,0 +1,321 @@
+"""What a work queue reports: client-go's ``MetricsProvider`` and its metric names.
+
+A queue created with a ``name`` and a provider asks the provider for one metric
+of each kind below, once, and updates them as items flow. Without a name, or
+with :class:`NoopMetricsProvider` (the default), a queue keeps no metrics at
+all and pays nothing for them. The Prometheus exporter that registers these
+under the names below comes with the controller runtime;
+:class:`InMemoryMetricsProvider` keeps them in memory for tests.
+
+What each metric means (as in client-go, every duration in seconds of the
+queue's clock):
+
+* ``workqueue_depth`` (gauge): items waiting to be handed out;
+* ``workqueue_adds_total`` (counter): adds that queued an item (an add of an item
+  already queued does not count);
+* ``workqueue_queue_duration_seconds`` (histogram): how long an item waited,
+  from its first add to the get that handed it out;
+* ``workqueue_work_duration_seconds`` (histogram): from get to ``done``;
+* ``workqueue_unfinished_work_seconds`` (settable gauge): the sum of the ages of
+  the items being processed;
+* ``workqueue_longest_running_processor_seconds`` (settable gauge): the age of
+  the oldest of them;
+* ``workqueue_retries_total`` (counter): ``add_after`` calls (including the
+  rate-limited requeues).
+
+The two "unfinished" gauges are refreshed on every get and ``done``, and by
+:meth:`~kubereflector.workqueue.WorkQueue.update_unfinished_work` (an exporter
+calls it before a scrape, so a stuck worker shows).
+
+Thread-safety: a queue calls its metrics with its own lock held, so one
+queue's metrics are never updated concurrently; a provider handing the same
+metric to several queues must make it thread-safe itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import Final, Protocol, runtime_checkable
+
+__all__ = [
+    "ADDS",
+    "DEPTH",
+    "LONGEST_RUNNING_PROCESSOR",
+    "QUEUE_DURATION",
+    "RETRIES",
+    "UNFINISHED_WORK",
+    "WORK_DURATION",
+    "CounterMetric",
+    "GaugeMetric",
+    "HistogramMetric",
+    "InMemoryMetric",
+    "InMemoryMetricsProvider",
+    "MetricsProvider",
+    "NoopMetricsProvider",
+    "SettableGaugeMetric",
+]
+
+DEPTH: Final = "workqueue_depth"
+ADDS: Final = "workqueue_adds_total"
+QUEUE_DURATION: Final = "workqueue_queue_duration_seconds"
+WORK_DURATION: Final = "workqueue_work_duration_seconds"
+UNFINISHED_WORK: Final = "workqueue_unfinished_work_seconds"
+LONGEST_RUNNING_PROCESSOR: Final = "workqueue_longest_running_processor_seconds"
+RETRIES: Final = "workqueue_retries_total"
+
+
+@runtime_checkable
+class GaugeMetric(Protocol):
+    def inc(self) -> None: ...
+
+    def dec(self) -> None: ...
+
+
+@runtime_checkable
+class SettableGaugeMetric(Protocol):
+    def set(self, value: float) -> None: ...
+
+
+@runtime_checkable
+class CounterMetric(Protocol):
+    def inc(self) -> None: ...
+
+
+@runtime_checkable
+class HistogramMetric(Protocol):
+    def observe(self, value: float) -> None: ...
+
+
+@runtime_checkable
+class MetricsProvider(Protocol):
+    """Makes the metrics of the queue called ``name`` (client-go's ``MetricsProvider``).
+
+    Each method is called once per queue, when the queue is created.
+    """
+
+    def new_depth_metric(self, name: str) -> GaugeMetric: ...
+
+    def new_adds_metric(self, name: str) -> CounterMetric: ...
+
+    def new_latency_metric(self, name: str) -> HistogramMetric: ...
+
+    def new_work_duration_metric(self, name: str) -> HistogramMetric: ...
+
+    def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric: ...
+
+    def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric: ...
+
+    def new_retries_metric(self, name: str) -> CounterMetric: ...
+
+
+class _NoopMetric:
+    __slots__ = ()
+
+    def inc(self) -> None:
+        pass
+
+    def dec(self) -> None:
+        pass
+
+    def set(self, value: float) -> None:
+        pass
+
+    def observe(self, value: float) -> None:
+        pass
+
+
+_NOOP: Final = _NoopMetric()
+
+
+class NoopMetricsProvider:
+    """Metrics that record nothing; a queue given this provider keeps none at all."""
+
+    __slots__ = ()
+
+    def new_depth_metric(self, name: str) -> GaugeMetric:
+        return _NOOP
+
+    def new_adds_metric(self, name: str) -> CounterMetric:
+        return _NOOP
+
+    def new_latency_metric(self, name: str) -> HistogramMetric:
+        return _NOOP
+
+    def new_work_duration_metric(self, name: str) -> HistogramMetric:
+        return _NOOP
+
+    def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        return _NOOP
+
+    def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        return _NOOP
+
+    def new_retries_metric(self, name: str) -> CounterMetric:
+        return _NOOP
+
+    def __repr__(self) -> str:
+        return "NoopMetricsProvider()"
+
+
+class InMemoryMetric:
+    """One metric of one queue, kept in memory: a gauge or counter's ``value``,
+    a histogram's ``observations`` (oldest first). Thread-safe."""
+
+    __slots__ = ("_lock", "metric", "observations", "queue", "value")
+
+    def __init__(self, metric: str, queue: str) -> None:
+        self.metric = metric
+        self.queue = queue
+        self.value = 0.0
+        self.observations: list[float] = []
+        self._lock = threading.Lock()
+
+    def inc(self) -> None:
+        with self._lock:
+            self.value += 1
+
+    def dec(self) -> None:
+        with self._lock:
+            self.value -= 1
+
+    def set(self, value: float) -> None:
+        with self._lock:
+            self.value = value
+
+    def observe(self, value: float) -> None:
+        with self._lock:
+            self.observations.append(value)
+
+    def __repr__(self) -> str:
+        return (
+            f"InMemoryMetric({self.metric}{{name={self.queue!r}}} value={self.value} "
+            f"observations={len(self.observations)})"
+        )
+
+
+class InMemoryMetricsProvider:
+    """Keeps every queue's metrics in memory, for tests (and debugging).
+
+    ``provider.get(ADDS, "my-queue").value`` reads a counter;
+    ``.observations`` a histogram's values. A metric no queue asked for yet reads
+    as zero / empty. Thread-safe.
+    """
+
+    __slots__ = ("_lock", "_metrics")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._metrics: dict[tuple[str, str], InMemoryMetric] = {}
+
+    def get(self, metric: str, queue: str) -> InMemoryMetric:
+        """The metric called ``metric`` (one of this module's names) of the queue
+        called ``queue``."""
+        with self._lock:
+            found = self._metrics.get((metric, queue))
+            if found is None:
+                found = self._metrics[metric, queue] = InMemoryMetric(metric, queue)
+            return found
+
+    def new_depth_metric(self, name: str) -> GaugeMetric:
+        return self.get(DEPTH, name)
+
+    def new_adds_metric(self, name: str) -> CounterMetric:
+        return self.get(ADDS, name)
+
+    def new_latency_metric(self, name: str) -> HistogramMetric:
+        return self.get(QUEUE_DURATION, name)
+
+    def new_work_duration_metric(self, name: str) -> HistogramMetric:
+        return self.get(WORK_DURATION, name)
+
+    def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        return self.get(UNFINISHED_WORK, name)
+
+    def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        return self.get(LONGEST_RUNNING_PROCESSOR, name)
+
+    def new_retries_metric(self, name: str) -> CounterMetric:
+        return self.get(RETRIES, name)
+
+    def __repr__(self) -> str:
+        return f"InMemoryMetricsProvider({len(self._metrics)} metrics)"
+
+
+class _QueueMetrics:
+    """What a queue updates as items flow (client-go's ``defaultQueueMetrics``).
+
+    Not thread-safe: the queue calls it with its lock held. ``now`` is the
+    queue's clock.
+    """
+
+    __slots__ = (
+        "_add_times",
+        "_adds",
+        "_depth",
+        "_latency",
+        "_longest",
+        "_now",
+        "_retries",
+        "_start_times",
+        "_unfinished",
+        "_work_duration",
+    )
+
+    def __init__(self, provider: MetricsProvider, name: str, now: Callable[[], float]) -> None:
+        self._now = now
+        self._depth = provider.new_depth_metric(name)
+        self._adds = provider.new_adds_metric(name)
+        self._latency = provider.new_latency_metric(name)
+        self._work_duration = provider.new_work_duration_metric(name)
+        self._unfinished = provider.new_unfinished_work_seconds_metric(name)
+        self._longest = provider.new_longest_running_processor_seconds_metric(name)
+        self._retries = provider.new_retries_metric(name)
+        self._add_times: dict[Hashable, float] = {}
+        self._start_times: dict[Hashable, float] = {}
+
+    def add(self, item: Hashable) -> None:
+        self._adds.inc()
+        self._depth.inc()
+        self._add_times.setdefault(item, self._now())
+
+    def get(self, item: Hashable) -> None:
+        now = self._now()
+        self._depth.dec()
+        self._start_times[item] = now
+        added = self._add_times.pop(item, None)
+        if added is not None:
+            self._latency.observe(now - added)
+        self.update_unfinished_work(now)
+
+    def done(self, item: Hashable) -> None:
+        now = self._now()
+        started = self._start_times.pop(item, None)
+        if started is not None:
+            self._work_duration.observe(now - started)
+        self.update_unfinished_work(now)
+
+    def retry(self) -> None:
+        self._retries.inc()
+
+    def update_unfinished_work(self, now: float | None = None) -> None:
+        if now is None:
+            now = self._now()
+        total = 0.0
+        oldest = 0.0
+        for started in self._start_times.values():
+            age = now - started
+            total += age
+            oldest = max(oldest, age)
+        self._unfinished.set(total)
+        self._longest.set(oldest)
+
+
+def _queue_metrics(
+    provider: MetricsProvider | None, name: str, now: Callable[[], float]
+) -> _QueueMetrics | None:
+    """The metrics a queue called ``name`` keeps, or ``None`` when it keeps none
+    (no name, or no provider / the no-op one), as client-go decides."""
+    if not name or provider is None or isinstance(provider, NoopMetricsProvider):
+        return None
+    return _QueueMetrics(provider, name, now)

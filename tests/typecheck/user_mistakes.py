@@ -1,0 +1,76 @@
+"""Mistakes mypy --strict must catch. Each line ending in an "E:" comment must get a
+mypy error containing the comment's text, and no other line may get one
+(test_typecheck.py).
+The correct versions of these lines are in user_async.py and user_sync.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubereflector import (
+    DeletedFinalStateUnknown,
+    FilteringResourceEventHandler,
+    KubeObject,
+    ResourceEventHandlerFuncs,
+    SharedIndexInformer,
+    SharedInformerFactory,
+    SyncSharedInformerFactory,
+)
+from kubereflector.client import load_config
+from kubereflector.testing import FakeControllerSource
+
+
+async def forgot_await(factory: SharedInformerFactory) -> None:
+    synced: dict[str, bool] = factory.wait_for_cache_sync()  # E: Incompatible types in assignment
+    print(synced)
+    if not all(factory.wait_for_cache_sync(timeout=60).values()):  # E: has no attribute "values"
+        raise SystemExit("not synced")
+    factory.wait_for_cache_sync(timeout=60)  # E: must be used
+    factory.shutdown()  # E: must be used
+
+
+async def awaited_the_blocking_factory(factory: SyncSharedInformerFactory) -> None:
+    await factory.wait_for_cache_sync()  # E: Incompatible types in "await"
+
+
+def entered_the_wrong_way() -> None:
+    with SharedInformerFactory(load_config()) as factory:  # E: has no attribute "__enter__"
+        print(factory)
+
+
+async def entered_the_other_wrong_way() -> None:
+    config = load_config()
+    async with SyncSharedInformerFactory(config) as factory:  # E: has no attribute "__aenter__"
+        print(factory)
+
+
+def wrote_into_the_cache(informer: SharedIndexInformer) -> None:
+    for pod in informer.lister.list():
+        pod["metadata"] = {}  # E: Unsupported target for indexed assignment
+
+
+def forgot_the_tombstone(pod: KubeObject) -> None:
+    print(pod["metadata"]["name"])
+
+
+def forgot_the_tombstone_in_a_filter(pod: KubeObject) -> bool:
+    return bool(pod["metadata"].get("labels"))
+
+
+def handlers_that_forget_tombstones(informer: SharedIndexInformer) -> None:
+    ResourceEventHandlerFuncs(on_delete=forgot_the_tombstone)  # E: Argument "on_delete"
+    handler: ResourceEventHandlerFuncs[KubeObject] = ResourceEventHandlerFuncs()
+    FilteringResourceEventHandler(forgot_the_tombstone_in_a_filter, handler)  # E: Argument 1
+    tombstone: DeletedFinalStateUnknown[KubeObject] = DeletedFinalStateUnknown("a", None)
+    print(tombstone.obj["metadata"])  # E: Value of type "Mapping[str, Any] | None" is not indexable
+
+
+class Model:
+    name = "m"
+
+
+def handler_of_another_type(models: SharedIndexInformer[Model], handler: Any) -> None:
+    kube_handler: ResourceEventHandlerFuncs[KubeObject] = handler
+    models.add_event_handler(kube_handler)  # E: Argument 1 to "add_event_handler"
+    name: str = models.lister.list()[0]["metadata"]  # E: Value of type "Model" is not indexable
+    print(name, FakeControllerSource())
