@@ -681,6 +681,24 @@ def test_sync_facade_from_plain_threads() -> None:
     assert names(factory.lister_for("pods").list()) == ["a", "c", "d"]  # still readable
 
 
+def test_the_sync_factory_takes_reflector_options_too() -> None:
+    client = FakeClient()
+    for name in ("a", "b", "c"):
+        client.source("pods").add(pod(name))
+    paged = ReflectorOptions(use_watch_list=False, page_size=2)
+    with SyncSharedInformerFactory(
+        client,  # type: ignore[arg-type]
+        custom_reflector_options={"pods": paged},
+    ) as factory:
+        pods = factory.informer_for("po")
+        assert pods.reflector_options is paged
+        assert factory.informer_for("deploy").reflector_options == ReflectorOptions()
+        factory.start()
+        assert factory.wait_for_cache_sync(timeout=WAIT)["pods"]
+    limits = [o.limit for verb, _, o in client.calls_for("pods") if verb == "list"]
+    assert limits == [2, 2]
+
+
 def test_sync_with_block_and_a_second_informer_started_later() -> None:
     client = FakeClient()
     client.source("pods").add(pod("a"))
