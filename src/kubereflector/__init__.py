@@ -104,6 +104,7 @@ from .queue import PopProcessFunc, Queue, QueueClosed, QueueEmpty
 # -- reflector.py --
 from .reflector import (
     Reflector,
+    ReflectorOptions,
     ReflectorStats,
     VeryShortWatchError,
     WatchErrorHandler,
@@ -216,6 +217,7 @@ __all__ = [
     "RealClock",
     "RealFIFO",
     "Reflector",
+    "ReflectorOptions",
     "ReflectorStats",
     "ReflectorStore",
     "Registration",

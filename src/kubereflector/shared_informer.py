@@ -46,7 +46,7 @@ from .keys import T, deletion_handling_meta_namespace_key_func
 from .listers import Lister
 from .listwatch import ListerWatcher
 from .queue import Queue
-from .reflector import WatchErrorHandler
+from .reflector import ReflectorOptions, WatchErrorHandler, checked_options
 from .store import Cache, Indexer, IndexFunc
 
 __all__ = [
@@ -183,8 +183,12 @@ class SharedIndexInformer(Generic[T]):
     ``indexers`` are added to the cache. ``queue`` picks the queue between the
     Reflector and the cache: ``"real"`` (RealFIFO, every event in order; the
     default) or ``"delta"`` (DeltaFIFO, events merged per object).
+    ``reflector_options`` (a :class:`~kubereflector.ReflectorOptions`) tune how
+    the Reflector lists, watches and recovers: stall detection, backoff, page
+    size, watch-list, watch timeouts, retries of internal errors.
     ``clock`` drives resyncs and backoff (inject a FakeClock in tests);
-    ``backoff`` replaces the Reflector's default (0.8 s doubling to 30 s).
+    ``backoff`` replaces the Backoff built from ``reflector_options`` with an
+    object of your own (e.g. one that reports its waits).
 
     Run it with ``await informer.run()`` (until cancelled); an informer runs once.
     """
@@ -199,6 +203,7 @@ class SharedIndexInformer(Generic[T]):
         queue: Literal["real", "delta"] = "real",
         clock: Clock | None = None,
         backoff: Backoff | None = None,
+        reflector_options: ReflectorOptions | None = None,
     ) -> None:
         if default_resync < 0:
             raise ValueError(f"default_resync must be >= 0 (got {default_resync})")
@@ -209,6 +214,7 @@ class SharedIndexInformer(Generic[T]):
         self._queue_kind = queue
         self._clock: Clock = clock if clock is not None else RealClock()
         self._backoff = backoff
+        self._reflector_options = checked_options(reflector_options, "reflector_options")
         self._indexer: Cache[T] = Cache(deletion_handling_meta_namespace_key_func, indexers)
         self._processor = Processor(self._clock)
         self._default_resync = float(default_resync)
@@ -230,6 +236,11 @@ class SharedIndexInformer(Generic[T]):
         self._lister: Lister[T] | None = None
         self._deltas = 0
         self._last_event_at: float | None = None
+
+    @property
+    def reflector_options(self) -> ReflectorOptions:
+        """How this informer's Reflector lists, watches and recovers."""
+        return self._reflector_options
 
     # -- the cache ------------------------------------------------------------------
 
@@ -454,6 +465,7 @@ class SharedIndexInformer(Generic[T]):
                 on_watch_error=self._watch_error_handler,
                 clock=self._clock,
                 backoff=self._backoff,
+                reflector_options=self._reflector_options,
                 name=self._name,
             )
             controller._sync_signal = self._sync_signal

@@ -35,6 +35,7 @@ from yarl import URL
 from .. import __version__
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
+from ._connector import new_connector
 from ._lines import BATCH_BYTES, MAX_LINE_BYTES, decode_watch_stream
 from ._redact import Redactor
 from ._status import is_status, status_error
@@ -612,9 +613,8 @@ class Client:
         ssl_context: ssl.SSLContext | bool = (
             _ssl_context(self.config, client_cert) if self._base.scheme == "https" else False
         )
-        connector = aiohttp.TCPConnector(ssl=ssl_context, limit=self._max_connections)
         return aiohttp.ClientSession(
-            connector=connector,
+            connector=new_connector(ssl_context, self._max_connections),
             headers={"User-Agent": USER_AGENT},
             timeout=self._timeout,
             trust_env=False,  # proxies are resolved once, above; no .netrc credentials
