@@ -251,8 +251,12 @@ class ObservedListWatch:
     def watch(self, options: ListOptions) -> WatchStream:
         return _ObservedWatch(self.inner, options, self.observer)
 
-    def __str__(self) -> str:
-        return str(self.inner)
+    @property
+    def url(self) -> str | None:
+        """The observed ListerWatcher's ``url``, if it has one (the Reflector's log
+        lines name what it watches by it)."""
+        url = getattr(self.inner, "url", None)
+        return url if isinstance(url, str) else None
 
 
 class _ObservedWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent]]):

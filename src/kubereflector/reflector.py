@@ -228,8 +228,8 @@ class Reflector:
     without metadata, and an object the store rejects (e.g. no name), is logged
     by key and skipped: it never breaks the watch. A resourceVersion that is not
     a string is ignored (logged once): the Reflector keeps the last good one. Log
-    lines and errors name the ListerWatcher by its ``str()`` (a
-    ``ResourceListWatch``: the resource and its URL).
+    lines and errors name what is watched by :attr:`source` (a
+    ``ResourceListWatch``: its URL).
 
     ``options`` (:class:`ReflectorOptions`) tune listing, watching and recovery;
     ``backoff`` replaces the Backoff built from them with an object of your own
@@ -293,10 +293,11 @@ class Reflector:
 
     @property
     def source(self) -> str:
-        """What this Reflector lists and watches, for logs: the ListerWatcher's
-        ``url`` when it has one (the HTTP client's does), else its repr."""
+        """What this Reflector lists and watches, for its log lines and errors: the
+        ListerWatcher's ``url`` when it has one (the HTTP client's does), else its
+        ``str()``."""
         url = getattr(self._lw, "url", None)
-        return url if isinstance(url, str) and url else repr(self._lw)
+        return url if isinstance(url, str) and url else str(self._lw)
 
     @property
     def last_sync_resource_version(self) -> str:
@@ -528,7 +529,7 @@ class Reflector:
                 return consumer.result()
             self._stalls += 1
             raise WatchStalledError(
-                f"{self.name}: the watch of {self._lw} was silent for at least "
+                f"{self.name}: the watch of {self.source} was silent for at least "
                 f"{watchdog.result():.0f} s (no event or bookmark; the idle limit is "
                 f"{idle_timeout:g} s): treating it as dead"
             )
@@ -599,7 +600,7 @@ class Reflector:
                     raise ApiError(
                         500,
                         "InternalError",
-                        f"a watch ERROR event of {self._lw} carried a {type(obj).__name__} "
+                        f"a watch ERROR event of {self.source} carried a {type(obj).__name__} "
                         "instead of a Status",
                     )
                 if type(obj) is dict:
@@ -613,7 +614,7 @@ class Reflector:
                         "%s: %s event of %s for an object without metadata; skipped",
                         self.name,
                         etype,
-                        self._lw,
+                        self.source,
                     )
                     continue
                 if expected_kind is not None and kind is not None and kind != expected_kind:
@@ -622,7 +623,7 @@ class Reflector:
                         self.name,
                         expected_kind,
                         etype,
-                        self._lw,
+                        self.source,
                         kind,
                     )
                     continue
@@ -662,7 +663,7 @@ class Reflector:
                             "%s: could not apply a %s event of %s: %s",
                             self.name,
                             etype,
-                            self._lw,
+                            self.source,
                             err,
                         )
                 else:
@@ -670,7 +671,7 @@ class Reflector:
                         "%s: unknown watch event type %r from %s; skipped",
                         self.name,
                         etype,
-                        self._lw,
+                        self.source,
                     )
                     continue
                 if rv:

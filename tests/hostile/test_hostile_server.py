@@ -77,6 +77,12 @@ class Case:
 EXPIRED = status_body(410, "Expired", "too old resource version")
 GOOD = {"kind": "Pod", "metadata": {"name": "x", "namespace": NAMESPACE, "resourceVersion": "1"}}
 
+
+def odd_rv(rv: Any) -> dict[str, Any]:
+    """Pod ``b`` (which the server has) with a resourceVersion that is not a string."""
+    return {"kind": "Pod", "metadata": {"name": "b", "namespace": NAMESPACE, "resourceVersion": rv}}
+
+
 CASES: dict[str, Case] = {
     # -- list answers that are not lists -----------------------------------------------
     "list: a Failure Status with 200": Case(
@@ -170,12 +176,20 @@ CASES: dict[str, Case] = {
                 event_line("ADDED", {"kind": "ConfigMap", "metadata": {"name": "cm"}}),
             )
         ],
-        r"unknown watch event type 'WEIRD' from pods at http://127\.0\.0\.1:\d+/api/v1/"
+        r"unknown watch event type 'WEIRD' from http://127\.0\.0\.1:\d+/api/v1/"
         r"namespaces/hostile/pods; skipped",
+    ),
+    "watch: a resourceVersion that is an object": Case(
+        [watch_then(event_line("MODIFIED", odd_rv({"rv": 9})))],
+        r"the resourceVersion of a MODIFIED from http://\S+/pods is not a string \(dict",
+    ),
+    "watch: a resourceVersion that is a number": Case(
+        [watch_then(event_line("MODIFIED", odd_rv(10**6)))],
+        r"the resourceVersion of a MODIFIED from http://\S+/pods is not a string \(int",
     ),
     "watch: silent": Case(
         [watch_silent],
-        r"the watch of pods at http://\S+ was silent for at least 90 s .*; watching again",
+        r"the watch of http://\S+/pods was silent for at least 90 s .*; watching again",
     ),
     "watch: slow (one byte per write)": Case([watch_trickle], None),
 }

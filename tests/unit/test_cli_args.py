@@ -421,3 +421,12 @@ async def test_get_timeout_covers_a_credential_plugin_that_never_exits(tmp_path:
         await drain()  # and the plugin's run has finished
     finally:
         gate.close()
+
+
+def test_the_observing_wrapper_passes_on_the_url_the_reflector_logs() -> None:
+    class WithUrl:
+        url = "https://kube.example:6443/api/v1/pods"
+
+    observer = cli.ListWatchObserver()
+    assert cli.ObservedListWatch(WithUrl(), observer).url == WithUrl.url  # type: ignore[arg-type]
+    assert cli.ObservedListWatch(object(), observer).url is None  # type: ignore[arg-type]

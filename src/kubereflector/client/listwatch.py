@@ -103,21 +103,6 @@ class ResourceListWatch:
         """A watch stream (see :meth:`Client.watch`); resolution happens on entering."""
         return self.resource.watch(self._options(options), metadata_only=self.metadata_only)
 
-    def __str__(self) -> str:
-        """The resource and the URL its requests go to, for log lines and errors:
-        ``pods at https://host:6443/api/v1/namespaces/default/pods``, and its
-        selectors."""
-        text = str(self.resource)
-        selectors = [
-            f"{name} {value!r}"
-            for name, value in (
-                ("label selector", self.label_selector),
-                ("field selector", self.field_selector),
-            )
-            if value
-        ]
-        return text + (f" ({', '.join(selectors)})" if selectors else "")
-
     def __repr__(self) -> str:
         parts = [self.resource.resource_name]
         if self.namespace:

@@ -342,15 +342,6 @@ class ResourceClient:
             return f"{self.client.server} ({self._name})"
         return self.client.server + info.api_path(self.namespace)
 
-    def __str__(self) -> str:
-        """The resource and its collection's URL, for log lines and errors:
-        ``pods at https://host:6443/api/v1/namespaces/default/pods`` (before the
-        name is resolved: ``po on https://host:6443``)."""
-        info = self._info
-        if info is None:
-            return f"{self._name} on {self.client.server}"
-        return f"{info.qualified_name} at {self.client.server}{info.api_path(self.namespace)}"
-
     def __repr__(self) -> str:
         where = f", namespace={self.namespace!r}" if self.namespace else ""
         return f"ResourceClient({self._name}{where})"
