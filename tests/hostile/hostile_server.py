@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from kubereflector.errors import failure_status
 from kubereflector.testing import settle
 
 NAMESPACE = "hostile"
@@ -244,15 +245,7 @@ async def _read_request(reader: asyncio.StreamReader) -> Request | None:
 
 
 def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
+    return failure_status(code, reason, message)
 
 
 def event_line(etype: str, obj: Any) -> bytes:
