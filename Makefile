@@ -14,14 +14,20 @@ VENV ?= .venv
 endif
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: test lint typecheck pytest docs test-all-pythons fault-campaign bench demo clean
+.PHONY: test lint typecheck pytest docs test-all-pythons fault-campaign bench demo clean fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[emulator,test,docs]'
 	touch $(STAMP)
+
+# The benchmarks' peers (kopf), apart from the test setup.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
 
 test: lint typecheck docs pytest
 
@@ -61,13 +67,19 @@ fault-campaign: $(STAMP)
 
 # Benchmarks print tables with ratios against peers measured in the same run;
 # nothing in them is asserted by the tests.
-bench: $(STAMP)
+bench: $(BENCH_STAMP)
 	@for script in benchmarks/[!_]*.py; do \
 		echo "== $$script"; $(BIN)/python $$script || exit 1; \
 	done
 
 demo: $(STAMP)
 	$(BIN)/kubereflector demo
+
+# A longer fuzz campaign than the one `make test` runs (200 examples per test):
+# `make fuzz FUZZ_EXAMPLES=100000`. Hypothesis keeps what it found in .hypothesis/.
+FUZZ_EXAMPLES ?= 20000
+fuzz: $(STAMP)
+	KUBEREFLECTOR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/fuzz -o timeout=0
 
 clean:
 	rm -rf $(VENV) .venv-3.* site .mypy_cache .pytest_cache .ruff_cache

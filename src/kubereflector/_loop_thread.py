@@ -39,7 +39,20 @@ class LoopThread:
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._state = "new"  # new -> running -> stopped
+        self._state = "new"  # new -> running -> stopped, or adopted
+
+    @classmethod
+    def adopt(cls, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> LoopThread:
+        """A handle on ``loop``, which runs on ``thread`` and belongs to someone else
+        (an asyncio program's own loop): :meth:`run` and :meth:`submit` work from
+        other threads while it runs; :meth:`start` and :meth:`stop` raise
+        ``RuntimeError``."""
+        handle = cls(name=f"the event loop of {thread.name}")
+        handle._loop = loop
+        handle._thread = thread
+        handle._state = "adopted"
+        handle._ready.set()
+        return handle
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -59,6 +72,8 @@ class LoopThread:
         return self._thread is threading.current_thread()
 
     def is_running(self) -> bool:
+        if self._state == "adopted":
+            return self.loop.is_running()
         return self._state == "running"
 
     def start(self) -> None:
@@ -98,7 +113,7 @@ class LoopThread:
         # and awaited on the way out) rather than being dropped unresolved.
         with self._lock:
             loop = self._loop
-            if loop is None or self._state != "running":
+            if loop is None or self._state not in ("running", "adopted") or loop.is_closed():
                 coro.close()
                 raise RuntimeError(f"{self._name} is not running")
             return asyncio.run_coroutine_threadsafe(coro, loop)
@@ -125,6 +140,8 @@ class LoopThread:
         thread. Idempotent; raises ``RuntimeError`` on the loop's thread."""
         if self.in_thread():
             raise RuntimeError(f"cannot stop {self._name} from its own thread")
+        if self._state == "adopted":
+            raise RuntimeError(f"{self._name} is not this handle's to stop")
         with self._lock:
             state, self._state = self._state, "stopped"
             loop, thread = self._loop, self._thread

@@ -2,20 +2,24 @@
 
 ::
 
-    kubereflector watch RESOURCE [-n NS | -A] [-l SELECTOR] [--field-selector F]
+    kubereflector watch RESOURCE [-n NS] [-A] [-l SELECTOR] [--field-selector F]
                         [--kubeconfig P] [--context C] [-o events|names|json|yaml]
                         [--every DURATION] [--metadata-only] [--no-strip-managed-fields]
-    kubereflector get RESOURCE [-n NS | -A] [-l SELECTOR] [-o table|names|json]
+    kubereflector get RESOURCE [-n NS] [-A] [-l SELECTOR] [-o table|wide|name|names|json|yaml]
+                      [-w]
     kubereflector emulator [--port N] [--write-kubeconfig PATH] [--seed-pods N]
+                           [--no-tls] [--no-auth]
     kubereflector demo [--duration S] [--forever]
 
 ``watch`` runs a :class:`~kubereflector.SharedIndexInformer` for a resource
 (resolved through discovery: ``pods``, ``po``, ``deploy``, a CRD plural) and
 prints a live event log, or with ``--every`` the cache's keys at that interval;
 Ctrl-C (or SIGTERM) stops it and prints a one-line summary on stderr. ``get``
-syncs once and prints from the cache. ``emulator`` serves the bundled API-server
-emulator until stopped; ``demo`` runs an informer against it under churn and
-injected faults, narrating the recovery (see :mod:`kubereflector._demo`).
+syncs once and prints from the cache, with kubectl's columns (a CRD's
+``additionalPrinterColumns`` for its resources); ``get -w`` then prints each change.
+``emulator`` serves the bundled API-server emulator until stopped; ``demo`` runs
+an informer against it under churn and injected faults, narrating the recovery
+(see :mod:`kubereflector._demo`).
 
 Errors a user can cause (no kubeconfig, unknown context or resource, an
 unreachable server, 401/403, a malformed selector) print one line on stderr
@@ -43,21 +47,25 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, TypeVar
 
 import aiohttp
 import msgspec
 import yaml
 
+from ._cli_tables import render_table
+from ._timeout import within
 from .backoff import Clock, RealClock
 from .client import (
     Client,
+    ClientConfig,
     ConfigError,
     ResourceInfo,
     ResourceListWatch,
     UnknownResourceError,
     load_config,
 )
+from .client.paths import quote_segment, validate_name, validate_namespace
 from .errors import ApiError, ForbiddenError, UnauthorizedError
 from .keys import (
     DeletedFinalStateUnknown,
@@ -90,6 +98,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 _log = logging.getLogger("kubereflector.cli")
+_T = TypeVar("_T")
 
 
 class _UsageError(Exception):
@@ -241,6 +250,9 @@ class ObservedListWatch:
 
     def watch(self, options: ListOptions) -> WatchStream:
         return _ObservedWatch(self.inner, options, self.observer)
+
+    def __str__(self) -> str:
+        return str(self.inner)
 
 
 class _ObservedWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent]]):
@@ -429,8 +441,14 @@ class _Target:
     namespace: str | None
 
 
-def _check_selectors(args: argparse.Namespace) -> None:
-    """Parse the selectors locally, so a malformed one is reported before any request."""
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Check the namespace and parse the selectors locally, so that a malformed one
+    is reported before any request."""
+    if args.namespace:
+        try:
+            validate_namespace(args.namespace)
+        except ValueError as err:
+            raise _UsageError(f"-n/--namespace: {err}") from None
     _check_selector("label", args.selector or "", LabelSelector.parse)
     _check_selector("field", args.field_selector or "", FieldSelector.parse)
 
@@ -446,28 +464,48 @@ def _check_selector(kind: str, text: str, parse: Callable[[str], object]) -> Non
 
 
 @contextlib.asynccontextmanager
-async def _connect(args: argparse.Namespace, ctx: _Context) -> AsyncIterator[_Target]:
+async def _connect(
+    args: argparse.Namespace, ctx: _Context, deadline: float | None = None
+) -> AsyncIterator[_Target]:
     """Load the config, resolve the resource and make one small list request, so that
     configuration, discovery, authentication and authorization errors surface here,
-    once, instead of inside the informer's retry loop."""
+    once, instead of inside the informer's retry loop. ``deadline`` (on the
+    context's clock) bounds all of it, credential plugins included."""
     config = load_config(args.kubeconfig, args.context)
     ctx.context = config.context
     async with Client(config) as client:
         ctx.server = client.server
-        info = await client.discovery.resolve(args.resource)
-        namespace: str | None = None
-        if info.namespaced and not args.all_namespaces:
-            namespace = args.namespace or config.namespace
-        lister_watcher = ResourceListWatch(
-            client,
-            info,
-            namespace=namespace,
-            label_selector=args.selector,
-            field_selector=args.field_selector,
-            metadata_only=getattr(args, "metadata_only", False),
-        )
-        await lister_watcher.list(ListOptions(limit=1))
-        yield _Target(client, info, lister_watcher, namespace)
+        yield await _by_deadline(args, ctx, deadline, _target(args, config, client))
+
+
+async def _by_deadline(
+    args: argparse.Namespace, ctx: _Context, deadline: float | None, work: Awaitable[_T]
+) -> _T:
+    """``await work``, or a one-line error once the context's clock reaches ``deadline``."""
+    seconds = None if deadline is None else max(0.0, deadline - ctx.clock.now())
+    try:
+        return await within(ctx.clock, seconds, work)
+    except TimeoutError:
+        raise _CliError(
+            f"timed out after {args.timeout} connecting to the API server at {ctx.server}"
+        ) from None
+
+
+async def _target(args: argparse.Namespace, config: ClientConfig, client: Client) -> _Target:
+    info = await client.discovery.resolve(args.resource)
+    namespace: str | None = None
+    if info.namespaced and not args.all_namespaces:
+        namespace = args.namespace or config.namespace
+    lister_watcher = ResourceListWatch(
+        client,
+        info,
+        namespace=namespace,
+        label_selector=args.selector,
+        field_selector=args.field_selector,
+        metadata_only=getattr(args, "metadata_only", False),
+    )
+    await lister_watcher.list(ListOptions(limit=1))
+    return _Target(client, info, lister_watcher, namespace)
 
 
 def _is_fatal(err: BaseException) -> bool:
@@ -481,9 +519,10 @@ class _Counter:
     """Counts the informer's notifications (changes: adds, updates that changed the
     resourceVersion, deletes and tombstones) and, for ``watch``, prints each one."""
 
-    def __init__(self, ctx: _Context, output: str | None) -> None:
+    def __init__(self, ctx: _Context, output: str | None, name_prefix: str = "") -> None:
         self._ctx = ctx
         self._output = output
+        self._name_prefix = name_prefix  # "pod", "deployment.apps": for -o name
         self.count = 0
 
     async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
@@ -511,14 +550,19 @@ class _Counter:
         if output == "events":
             rv = (get_resource_version(obj) if obj is not None else None) or "-"
             self._ctx.out(f"{_now_iso()}  {kind:<8}  {key}  {rv}")
-        elif output == "names":
-            self._ctx.out(key)
+        elif output in ("names", "name"):
+            if output == "name":
+                key = f"{self._name_prefix}/{key.rpartition('/')[2]}"
+            self._ctx.out(f"{key} (deleted)" if kind.startswith("DELETED") else key)
         elif obj is None:
             return  # a tombstone with no last known state: nothing to print
-        elif output == "json":
-            self._ctx.out(msgspec.json.encode(obj).decode())
         else:
-            self._ctx.out("---\n" + yaml.safe_dump(obj, sort_keys=False).rstrip("\n"))
+            # kubectl get -w --output-watch-events: the event type with the object
+            event = {"type": kind.split(" ")[0], "object": obj}
+            if output == "json":
+                self._ctx.out(msgspec.json.encode(event).decode())
+            else:
+                self._ctx.out("---\n" + yaml.safe_dump(event, sort_keys=False).rstrip("\n"))
 
 
 class _InformerRun:
@@ -639,7 +683,9 @@ async def _cmd_watch(args: argparse.Namespace, ctx: _Context) -> int:
         what = target.info.resource
         progress = _WatchObserver(ctx, what)
         run = _InformerRun(target, ctx, observer=progress, strip=not args.no_strip_managed_fields)
-        counter = _Counter(ctx, None if every is not None else args.output)
+        counter = _Counter(
+            ctx, None if every is not None else args.output, _name_prefix(target.info)
+        )
         run.informer.add_event_handler(counter)
         async with run:
             synced = await run.wait_synced()
@@ -685,96 +731,157 @@ def _print_keys(ctx: _Context, informer: SharedIndexInformer, what: str, output:
 
 
 async def _cmd_get(args: argparse.Namespace, ctx: _Context) -> int:
-    timeout = _duration_arg(args.timeout, "--timeout")
-    async with _connect(args, ctx) as target:
+    deadline = ctx.clock.now() + _duration_arg(args.timeout, "--timeout")
+    async with _connect(args, ctx, deadline) as target:
         what = target.info.resource
+        columns = []
+        if args.output in ("table", "wide"):
+            columns = await _by_deadline(args, ctx, deadline, _printer_columns(target))
+        printer = _GetPrinter(args.output, target, columns)
         progress = _ListProgress(ctx.stderr, what, enabled=ctx.tty, clock=ctx.clock)
         run = _InformerRun(target, ctx, observer=progress, strip=True)
         async with run:
-            synced = await run.wait_synced(timeout)
-        progress.finish()
-        if not synced:
-            if ctx.stop.is_set():
-                return EXIT_INTERRUPTED
-            raise _CliError(f"the cache of {what} did not sync within {args.timeout}")
-        objects = _sorted_objects(run.informer)
-        resource_version = run.informer.last_sync_resource_version()
-    if args.output == "json":
-        doc = {
-            "apiVersion": "v1",
-            "kind": "List",
-            "metadata": {"resourceVersion": resource_version},
-            "items": objects,
-        }
-        ctx.out(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
-    elif args.output == "names":
-        for obj in objects:
-            ctx.out(deletion_handling_meta_namespace_key_func(obj))
-    elif not objects:
-        where = f" in {target.namespace} namespace" if target.namespace else ""
-        ctx.err(f"No resources found{where}.")
-    else:
-        show_namespace = target.info.namespaced and target.namespace is None
-        ctx.out(_table(objects, show_namespace))
+            synced = await run.wait_synced(max(0.0, deadline - ctx.clock.now()))
+            progress.finish()
+            if not synced:
+                if ctx.stop.is_set():
+                    return EXIT_INTERRUPTED
+                raise _CliError(f"the cache of {what} did not sync within {args.timeout}")
+            objects = _sorted_objects(run.informer)
+            printer.listing(ctx, objects, run.informer.last_sync_resource_version())
+            if args.watch:
+                run.informer.add_event_handler(_WatchPrinter(ctx, printer))
+                await run.wait_stopped()
     return EXIT_OK
 
 
-def _table(objects: Sequence[Any], show_namespace: bool) -> str:
-    now = datetime.datetime.now(datetime.timezone.utc)
-    header = ["NAME", "RESOURCE VERSION", "AGE"]
-    if show_namespace:
-        header.insert(0, "NAMESPACE")
-    rows = [header]
-    for obj in objects:
-        meta = get_metadata(obj) or {}
-        row = [
-            str(meta.get("name", "")),
-            str(meta.get("resourceVersion", "")),
-            _age(meta.get("creationTimestamp"), now),
-        ]
-        if show_namespace:
-            row.insert(0, str(meta.get("namespace", "")))
-        rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
+async def _printer_columns(target: _Target) -> list[dict[str, Any]]:
+    """The ``additionalPrinterColumns`` of the CRD serving the target's resource, if it
+    is one the user may read (else none: the table shows NAME and AGE)."""
+    info = target.info
+    if "." not in info.group:  # CRD groups have a dot; most built-in groups do not
+        return []
+    crd_name = f"{info.resource}.{info.group}"
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + quote_segment(
+        validate_name(crd_name)
     )
-
-
-def _age(timestamp: Any, now: datetime.datetime) -> str:
-    if not isinstance(timestamp, str):
-        return "<unknown>"
     try:
-        then = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return "<unknown>"
-    seconds = max(0, int((now - then).total_seconds()))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 3 * 3600:
-        return f"{seconds // 60}m"
-    if seconds < 48 * 3600:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 86400}d"
+        crd = await target.client.get(path)
+    except ApiError:
+        return []  # not a CRD, or not readable: the default columns
+    for version in (crd.get("spec") or {}).get("versions") or []:
+        if isinstance(version, dict) and version.get("name") == info.version:
+            columns = version.get("additionalPrinterColumns") or []
+            return [c for c in columns if isinstance(c, dict)]
+    return []
+
+
+def _name_prefix(info: ResourceInfo) -> str:
+    """What ``kubectl get -o name`` prints before the name: ``pod``, ``deployment.apps``."""
+    return f"{info.kind.lower()}.{info.group}" if info.group else info.kind.lower()
+
+
+class _GetPrinter:
+    """How ``get`` prints objects: the whole listing, and with ``-w`` each change."""
+
+    def __init__(
+        self, output: str, target: _Target, printer_columns: Sequence[dict[str, Any]]
+    ) -> None:
+        self.output = output
+        self.target = target
+        self.printer_columns = printer_columns
+        self.name_prefix = _name_prefix(target.info)
+
+    def listing(self, ctx: _Context, objects: Sequence[Any], resource_version: str) -> None:
+        if self.output in ("json", "yaml"):
+            doc = {
+                "apiVersion": "v1",
+                "kind": "List",
+                "metadata": {"resourceVersion": resource_version},
+                "items": objects,
+            }
+            if self.output == "json":
+                ctx.out(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+            else:
+                ctx.out(yaml.safe_dump(doc, sort_keys=False).rstrip("\n"))
+        elif self.output in ("name", "names"):
+            for obj in objects:
+                ctx.out(self.line(obj))
+        elif not objects:
+            namespace = self.target.namespace
+            ctx.err(f"No resources found{f' in {namespace} namespace' if namespace else ''}.")
+        else:
+            ctx.out(self.table(objects, header=True))
+
+    def line(self, obj: Any) -> str:
+        """One object as a line of ``-o name|names|json|yaml`` or a table row."""
+        if self.output == "names":
+            return deletion_handling_meta_namespace_key_func(obj)
+        if self.output == "name":
+            return f"{self.name_prefix}/{(get_metadata(obj) or {}).get('name', '')}"
+        if self.output == "json":
+            return msgspec.json.format(msgspec.json.encode(obj), indent=2).decode()
+        if self.output == "yaml":
+            return "---\n" + yaml.safe_dump(obj, sort_keys=False).rstrip("\n")
+        return self.table([obj], header=False)
+
+    def table(self, objects: Sequence[Any], *, header: bool) -> str:
+        info = self.target.info
+        return render_table(
+            objects,
+            info.kind,
+            show_namespace=info.namespaced and self.target.namespace is None,
+            wide=self.output == "wide",
+            printer_columns=self.printer_columns,
+            header=header,
+        )
+
+
+class _WatchPrinter:
+    """``get -w``: after the listing, one line (or row) per change, as kubectl prints
+    them; the replay of the cache on registration is skipped (already listed)."""
+
+    def __init__(self, ctx: _Context, printer: _GetPrinter) -> None:
+        self._ctx = ctx
+        self._printer = printer
+
+    async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if not is_in_initial_list:
+            self._ctx.out(self._printer.line(obj))
+
+    async def on_update(self, old: Any, new: Any) -> None:
+        if get_resource_version(old) != get_resource_version(new):
+            self._ctx.out(self._printer.line(new))
+
+    async def on_delete(self, obj: Any) -> None:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+        if obj is not None:
+            self._ctx.out(self._printer.line(obj))
 
 
 # -- emulator and demo -----------------------------------------------------------------------
 
 
 async def _cmd_emulator(args: argparse.Namespace, ctx: _Context) -> int:
-    from .testing.apiserver import ApiServerEmulator, sample_pod
+    from .testing._apiserver_seed import cluster_pods
+    from .testing.apiserver import RANDOM_TOKEN, ApiServerEmulator
 
     if not 0 <= args.port <= 65535:
         raise _UsageError(f"invalid port {args.port}")
     if args.seed_pods < 0:
         raise _UsageError(f"--seed-pods must be >= 0 (got {args.seed_pods})")
-    server = ApiServerEmulator(host=args.host, port=args.port, tls=args.tls)
-    for i in range(args.seed_pods):
-        server.create("pods", sample_pod(f"pod-{i:05d}"))
+    server = ApiServerEmulator(
+        host=args.host,
+        port=args.port,
+        tls=not args.no_tls,
+        token=None if args.no_auth else RANDOM_TOKEN,
+    )
+    for pod in cluster_pods(args.seed_pods):
+        server.create("pods", pod)
     try:
         await server.start()
-    except RuntimeError as err:  # e.g. --tls without trustme
+    except RuntimeError as err:  # TLS without the emulator extra
         raise _CliError(str(err)) from err
     try:
         path = server.kubeconfig_path
@@ -783,6 +890,11 @@ async def _cmd_emulator(args: argparse.Namespace, ctx: _Context) -> int:
             path = args.write_kubeconfig
         ctx.out(server.url)
         ctx.err(f"kubeconfig: {path}")
+        if args.no_tls and not args.no_auth:
+            ctx.err(
+                "note: kubectl sends no token over plain HTTP; use it with --no-auth, "
+                "or serve HTTPS (the default)"
+            )
         ctx.err(f"serving {args.seed_pods} pods; stop with Ctrl-C")
         await ctx.stop.wait()
     finally:
@@ -838,9 +950,12 @@ def _build_parser(ctx: _Context) -> _Parser:
 
     connection = _Parser(add_help=False)
     connection.add_argument("resource", metavar="RESOURCE", help="pods, po, deploy, a CRD plural")
-    scope = connection.add_mutually_exclusive_group()
-    scope.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: the context's)")
-    scope.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    connection.add_argument(
+        "-n", "--namespace", metavar="NS", help="namespace (default: the context's)"
+    )
+    connection.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="every namespace (wins over -n)"
+    )
     connection.add_argument(
         "-l", "--selector", metavar="SELECTOR", default="", help="label selector (app=web,...)"
     )
@@ -865,10 +980,11 @@ def _build_parser(ctx: _Context) -> _Parser:
     watch.add_argument(
         "-o",
         "--output",
-        choices=("events", "names", "json", "yaml"),
+        choices=("events", "name", "names", "json", "yaml"),
         default="events",
-        help="events: time, type, key, resourceVersion (default); names: keys; "
-        "json, yaml: each event's object",
+        help="events: time, type, key, resourceVersion (default); names: keys, name: "
+        "kind/name as kubectl prints it (deletions marked '(deleted)'); json, yaml: each "
+        "event as {type, object}",
     )
     watch.add_argument(
         "--every",
@@ -894,12 +1010,22 @@ def _build_parser(ctx: _Context) -> _Parser:
     get.add_argument(
         "-o",
         "--output",
-        choices=("table", "names", "json"),
+        choices=("table", "wide", "name", "names", "json", "yaml"),
         default="table",
-        help="table (default), names: keys, json: a List of the cached objects",
+        help="table (default; kubectl's columns), wide: more columns, name: kind/name "
+        "as kubectl prints it, names: cache keys, json, yaml: a List of the cached objects",
     )
     get.add_argument(
-        "--timeout", metavar="DURATION", default="60s", help="give up syncing after this"
+        "--timeout",
+        metavar="DURATION",
+        default="60s",
+        help="give up after this: connecting, discovery and syncing together",
+    )
+    get.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="after the listing, print each change until Ctrl-C (as kubectl get -w)",
     )
     get.set_defaults(handler=_cmd_get)
 
@@ -914,7 +1040,16 @@ def _build_parser(ctx: _Context) -> _Parser:
     emulator.add_argument("--port", type=int, default=0, help="port (0: pick a free one)")
     emulator.add_argument("--write-kubeconfig", metavar="PATH", help="write a kubeconfig here")
     emulator.add_argument("--seed-pods", type=int, default=0, metavar="N", help="create N pods")
-    emulator.add_argument("--tls", action="store_true", help="serve HTTPS (needs trustme)")
+    emulator.add_argument(
+        "--no-tls",
+        "--insecure-http",
+        dest="no_tls",
+        action="store_true",
+        help="serve plain HTTP (default: HTTPS with a generated CA, in the kubeconfig)",
+    )
+    # HTTPS is the default; --tls stays accepted for scripts written before.
+    emulator.add_argument("--tls", action="store_true", help=argparse.SUPPRESS)
+    emulator.add_argument("--no-auth", action="store_true", help="accept requests without a token")
     emulator.set_defaults(handler=_cmd_emulator)
 
     demo = commands.add_parser(
@@ -1040,7 +1175,7 @@ async def amain(
     with _logging(ctx):
         try:
             if hasattr(args, "selector"):
-                _check_selectors(args)
+                _check_arguments(args)
             return await handler(args, ctx)
         except Exception as err:
             if ctx.debug:

@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "AlreadyExistsError",
     "ApiError",
+    "BadRequestError",
+    "ConflictError",
     "DecodeError",
     "ExpiredError",
     "ForbiddenError",
+    "InvalidError",
+    "MethodNotAllowedError",
     "NotFoundError",
+    "StatusCause",
     "TooLargeResourceVersionError",
     "TooManyRequestsError",
     "TruncatedStreamError",
@@ -29,10 +36,27 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True, slots=True)
+class StatusCause:
+    """One entry of a Status' ``details.causes`` (``metav1.StatusCause``).
+
+    ``field`` is the JSON path the server names (``metadata.name``,
+    ``spec.replicas``, ``.data.x`` for an apply conflict), ``""`` if none;
+    ``reason`` its machine-readable kind (``FieldValueRequired``,
+    ``FieldValueInvalid``, ``FieldManagerConflict``, ...).
+    """
+
+    reason: str
+    message: str
+    field: str
+
+
 class ApiError(Exception):
     """An error answered by (or on behalf of) the API server.
 
     ``details`` is the Status ``details`` mapping (may hold ``causes``), or ``None``.
+    :attr:`name`, :attr:`kind` and :attr:`causes` read it: the object the server
+    names, and the field causes of an invalid object or an apply conflict.
     """
 
     def __init__(
@@ -63,6 +87,30 @@ class ApiError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._text()!r})"
+
+    @property
+    def name(self) -> str:
+        """The object's name from ``details`` (``""`` if the server named none)."""
+        return str((self.details or {}).get("name") or "")
+
+    @property
+    def kind(self) -> str:
+        """The object's kind or resource from ``details`` (``pods``, ``Pod``; ``""`` if none)."""
+        return str((self.details or {}).get("kind") or "")
+
+    @property
+    def causes(self) -> tuple[StatusCause, ...]:
+        """The ``details.causes`` (entries that are not mappings are skipped)."""
+        raw = (self.details or {}).get("causes") or ()
+        if not isinstance(raw, (list, tuple)):
+            return ()
+        return tuple(
+            StatusCause(
+                str(c.get("reason") or ""), str(c.get("message") or ""), str(c.get("field") or "")
+            )
+            for c in raw
+            if isinstance(c, Mapping)
+        )
 
 
 class ExpiredError(ApiError):
@@ -128,6 +176,32 @@ class NotFoundError(ApiError):
     """404: no such resource or object."""
 
 
+class BadRequestError(ApiError):
+    """400: the request was malformed (a body of the wrong kind, a name or namespace
+    that does not match the URL, a bad query parameter)."""
+
+
+class MethodNotAllowedError(ApiError):
+    """405: the resource does not support this verb."""
+
+
+class ConflictError(ApiError):
+    """409 ``Conflict``: the write lost a race. An update or patch with a stale
+    ``metadata.resourceVersion``, a failed delete precondition, or a server-side
+    apply that would change fields another field manager owns (then :attr:`causes`
+    names each field and its manager). Re-read and try again:
+    :func:`~kubereflector.client.retry_on_conflict`."""
+
+
+class AlreadyExistsError(ApiError):
+    """409 ``AlreadyExists``: a create of an object whose name is taken."""
+
+
+class InvalidError(ApiError):
+    """422 ``Invalid``: the object (or the request's options) failed validation;
+    :attr:`causes` names each field and what is wrong with it."""
+
+
 class DecodeError(ApiError):
     """A response or watch line could not be decoded; the stream cannot be trusted."""
 
@@ -179,6 +253,17 @@ def failure_status(
     return status
 
 
+_BY_CODE: dict[int, type[ApiError]] = {
+    400: BadRequestError,
+    401: UnauthorizedError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    405: MethodNotAllowedError,
+    422: InvalidError,
+}
+"""The class of each HTTP code that maps to one (409 splits by reason)."""
+
+
 def error_from_status(
     status: Mapping[str, Any],
     *,
@@ -187,6 +272,12 @@ def error_from_status(
     retry_after: float | None = None,
 ) -> ApiError:
     """The error class for a Kubernetes ``Status`` object (as in a body or an ERROR event).
+
+    410 (or reason ``Expired``/``Gone``): :class:`ExpiredError`; a too-large
+    resourceVersion: :class:`TooLargeResourceVersionError`; 429:
+    :class:`TooManyRequestsError`; 409: :class:`AlreadyExistsError` for reason
+    ``AlreadyExists``, else :class:`ConflictError`; 400, 401, 403, 404, 405 and 422
+    their own classes; anything else :class:`ApiError`.
 
     ``http_status`` overrides the Status' ``code`` when the Status has none;
     ``retry_after`` (seconds, from a ``Retry-After`` header) wins over
@@ -207,7 +298,10 @@ def error_from_status(
     if code == 429 or reason == "TooManyRequests":
         after = retry_after if retry_after is not None else _retry_after(details)
         return TooManyRequestsError(message, details, retry_after=after, **kwargs)
-    cls = {401: UnauthorizedError, 403: ForbiddenError, 404: NotFoundError}.get(code, ApiError)
+    if code == 409:
+        cls: type[ApiError] = AlreadyExistsError if reason == "AlreadyExists" else ConflictError
+    else:
+        cls = _BY_CODE.get(code, ApiError)
     return cls(code, reason, message, details, url=url)
 
 

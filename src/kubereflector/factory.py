@@ -36,6 +36,12 @@ caller's code::
         factory.wait_for_cache_sync(timeout=60)
         print(len(factory.lister_for("pods").list()))
 
+For writes, :meth:`SyncSharedInformerFactory.sync_client` hands out a blocking
+:class:`~kubereflector.client.SyncClient` on the factory's own loop and connection
+pool (``factory.sync_client().resource("pods", namespace="default").delete("web-1")``);
+with :class:`SharedInformerFactory`, use ``factory.client.resource(...)`` on the
+factory's loop.
+
 With either, the caches (``informer.indexer``, listers) are read
 synchronously from any thread, and the informers' own methods
 (``add_event_handler``, ``has_synced``, ...) are thread-safe.
@@ -71,6 +77,7 @@ if TYPE_CHECKING:
     from .client.config import ClientConfig
     from .client.discovery import ResourceInfo, _Index
     from .client.rest import Client
+    from .client.sync import SyncClient
 
 __all__ = [
     "FactoryShutdownError",
@@ -134,11 +141,9 @@ class _TweakedListerWatcher:
     def watch(self, options: ListOptions) -> WatchStream:
         return self._inner.watch(self._apply(options))
 
-    @property
-    def url(self) -> str | None:
-        """The inner ListerWatcher's ``url``, for logs (see ``Reflector.source``)."""
-        url = getattr(self._inner, "url", None)
-        return url if isinstance(url, str) else None
+    def __str__(self) -> str:
+        """The inner ListerWatcher's ``str()``, which names it in log lines."""
+        return str(self._inner)
 
     def __repr__(self) -> str:
         return f"{self._inner!r} (tweaked)"
@@ -163,8 +168,11 @@ class _FactoryBase:
         custom_reflector_options: Mapping[str, ReflectorOptions] | None = None,
     ) -> None:
         from .client.config import ClientConfig
+        from .client.paths import validate_namespace
         from .client.rest import Client
 
+        if namespace:
+            validate_namespace(namespace)  # fail here, not in every informer's first list
         if default_resync < 0:
             raise ValueError(f"default_resync must be >= 0 (got {default_resync})")
         custom = dict(custom_resync or {})
@@ -555,7 +563,8 @@ class SharedInformerFactory(_FactoryBase):
     the Client, uses it on its loop and closes it at shutdown).
 
     Every informer lists and watches ``namespace`` (``None``: all namespaces;
-    ignored for cluster-scoped resources), has a namespace index
+    ignored for cluster-scoped resources; ``ValueError`` here unless it is a
+    DNS-1123 label), has a namespace index
     (:data:`~kubereflector.NAMESPACE_INDEX`), applies ``transform`` (see
     :meth:`SharedIndexInformer.set_transform
     <kubereflector.SharedIndexInformer.set_transform>`) and passes the options
@@ -707,6 +716,20 @@ class SyncSharedInformerFactory(_FactoryBase):
 
     def _bind_loop(self) -> asyncio.AbstractEventLoop:
         return self._loop_thread().loop
+
+    def sync_client(self) -> SyncClient:
+        """A :class:`~kubereflector.client.SyncClient` for writes from plain threads,
+        on the factory's loop thread and Client (one connection pool).
+
+        Starts the loop thread if nothing did; raises :class:`FactoryShutdownError`
+        after shutdown. Closing the SyncClient closes nothing; it stops working
+        when the factory shuts down. Each call gives a new, cheap SyncClient.
+        Thread-safe. (:class:`SharedInformerFactory` programs write with
+        ``factory.client.resource(...)`` on the factory's loop.)
+        """
+        from .client.sync import SyncClient
+
+        return SyncClient._sharing(self._client, self._loop_thread())
 
     def _resolve_missing(self, name: str, index: _Index | None) -> ResourceInfo:
         thread = self._thread

@@ -100,7 +100,9 @@ class ListerWatcher(Protocol):
     """Lists and watches one resource (with its fixed selectors and namespace).
 
     Methods may be called concurrently from one event loop; each ``watch`` call
-    is an independent stream.
+    is an independent stream. Its ``str()`` names it in the Reflector's log
+    lines and errors, so give it one that says what and where (as
+    ``ResourceListWatch`` does: the resource and its URL).
     """
 
     async def list(self, options: ListOptions) -> ListResult: ...

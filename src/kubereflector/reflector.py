@@ -228,6 +228,8 @@ class Reflector:
     without metadata, and an object the store rejects (e.g. no name), is logged
     by key and skipped: it never breaks the watch. A resourceVersion that is not
     a string is ignored (logged once): the Reflector keeps the last good one.
+    Log lines and errors name the ListerWatcher by its ``str()`` (a
+    ``ResourceListWatch``: the resource and its URL).
 
     ``options`` (:class:`ReflectorOptions`) tune listing, watching and recovery;
     ``backoff`` replaces the Backoff built from them with an object of your own
@@ -288,13 +290,6 @@ class Reflector:
     def options(self) -> ReflectorOptions:
         """The settings this Reflector runs with."""
         return self._options
-
-    @property
-    def source(self) -> str:
-        """What this Reflector lists and watches, for logs: the ListerWatcher's
-        ``url`` when it has one (the HTTP client's does), else its repr."""
-        url = getattr(self._lw, "url", None)
-        return url if isinstance(url, str) and url else repr(self._lw)
 
     @property
     def last_sync_resource_version(self) -> str:
@@ -458,7 +453,10 @@ class Reflector:
                     raise
                 if action is WatchAction.END_CYCLE:
                     raise
-                logger.debug("%s: watch ended (%s); watching again", self.name, err)
+                if isinstance(err, WatchStalledError):
+                    logger.info("%s; watching again", err)
+                else:
+                    logger.debug("%s: watch ended (%s); watching again", self.name, err)
                 self._watch_restarts += 1
                 if action is WatchAction.BACKOFF_REWATCH:
                     await self.backoff.wait(at_least=_relist.retry_after(err))
@@ -523,15 +521,17 @@ class Reflector:
                 return consumer.result()
             self._stalls += 1
             raise WatchStalledError(
-                f"{self.name}: no event or bookmark for {idle_timeout:g} s; "
-                "treating the watch as dead"
+                f"{self.name}: the watch of {self._lw} was silent for at least "
+                f"{watchdog.result():.0f} s (no event or bookmark; the idle limit is "
+                f"{idle_timeout:g} s): treating it as dead"
             )
         finally:
             await _cancel_and_wait(consumer)
             await _cancel_and_wait(watchdog)
 
-    async def _watchdog(self, idle: float) -> None:
-        """Return once no event arrived for ``idle`` seconds (checked every idle/4)."""
+    async def _watchdog(self, idle: float) -> float:
+        """Return how long no event arrived, once that is ``idle`` seconds or more
+        (checked every idle/4)."""
         tick = idle / 4
         seen = self._events
         quiet_since = self.clock.now()
@@ -542,7 +542,7 @@ class Reflector:
                 seen = self._events
                 quiet_since = now
             elif now - quiet_since >= idle:
-                return
+                return now - quiet_since
 
     async def _consume(self, options: ListOptions, synced: asyncio.Event) -> int:
         """Apply one stream's events; returns how many arrived.
@@ -589,7 +589,12 @@ class Reflector:
                 if etype == ERROR:
                     if isinstance(obj, Mapping):
                         raise error_from_status(obj)
-                    raise ApiError(500, "InternalError", f"watch ERROR event with {obj!r}")
+                    raise ApiError(
+                        500,
+                        "InternalError",
+                        f"a watch ERROR event of {self._lw} carried a {type(obj).__name__} "
+                        "instead of a Status",
+                    )
                 if type(obj) is dict:
                     meta = obj.get("metadata")
                     kind = obj.get("kind")
@@ -598,15 +603,19 @@ class Reflector:
                     kind = getattr(obj, "kind", None)
                 if meta is None:
                     logger.error(
-                        "%s: %s event for an object without metadata; skipped", self.name, etype
+                        "%s: %s event of %s for an object without metadata; skipped",
+                        self.name,
+                        etype,
+                        self._lw,
                     )
                     continue
                 if expected_kind is not None and kind is not None and kind != expected_kind:
                     logger.error(
-                        "%s: expected kind %s, but a %s event carried a %s; skipped",
+                        "%s: expected kind %s, but a %s event of %s carried a %r; skipped",
                         self.name,
                         expected_kind,
                         etype,
+                        self._lw,
                         kind,
                     )
                     continue
@@ -642,9 +651,20 @@ class Reflector:
                         else:
                             target.delete(obj)
                     except Exception as err:
-                        logger.error("%s: could not apply a %s event: %s", self.name, etype, err)
+                        logger.error(
+                            "%s: could not apply a %s event of %s: %s",
+                            self.name,
+                            etype,
+                            self._lw,
+                            err,
+                        )
                 else:
-                    logger.error("%s: unknown watch event type %r; skipped", self.name, etype)
+                    logger.error(
+                        "%s: unknown watch event type %r from %s; skipped",
+                        self.name,
+                        etype,
+                        self._lw,
+                    )
                     continue
                 if rv:
                     if initial is not None:
@@ -676,7 +696,7 @@ class Reflector:
                 "ignored, resourceVersion stays %r",
                 self.name,
                 what,
-                self.source,
+                self._lw,
                 type(rv).__name__,
                 reprlib.repr(rv),
                 self._last_sync_rv,

@@ -11,6 +11,7 @@ suite targets a real cluster.
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import json
 import re
@@ -134,12 +135,157 @@ async def test_get_table_in_the_contexts_namespace(server: ApiServerEmulator) ->
     code, out, err = await run("get", "pods", "--kubeconfig", server.kubeconfig_path)
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].split() == ["NAME", "RESOURCE", "VERSION", "AGE"]
+    assert lines[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     rows = [line.split() for line in lines[1:]]
-    assert [row[0] for row in rows] == ["db-0", "web-1", "web-2"]
-    rv = server.get("pods", "web-1")["metadata"]["resourceVersion"]
-    assert rows[1][1] == rv
-    assert re.fullmatch(r"\d+s", rows[1][2])
+    assert [row[:4] for row in rows] == [
+        ["db-0", "0/1", "Pending", "0"],
+        ["web-1", "0/1", "Pending", "0"],
+        ["web-2", "0/1", "Pending", "0"],
+    ]
+    assert re.fullmatch(r"\d+s", rows[1][4])
+
+
+async def test_get_wide_shows_ip_and_node_and_kubectl_statuses(server: ApiServerEmulator) -> None:
+    running = {
+        **server.get("pods", "web-1"),
+        "status": {
+            "phase": "Running",
+            "podIP": "10.244.0.7",
+            "containerStatuses": [
+                {
+                    "name": "c",
+                    "ready": False,
+                    "restartCount": 4,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                }
+            ],
+        },
+    }
+    running["spec"] = {**running["spec"], "nodeName": "node-a"}
+    server.update("pods", running)
+    code, out, _ = await run(
+        "get", "pods", "-o", "wide", "-l", "app=web", "--kubeconfig", server.kubeconfig_path
+    )
+    assert code == 0
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
+    assert lines[1][:4] == ["web-1", "0/1", "CrashLoopBackOff", "4"]
+    assert lines[1][5:] == ["10.244.0.7", "node-a"]
+    assert lines[2][5:] == ["<none>", "<none>"]
+
+
+async def test_get_tables_of_other_kinds(server: ApiServerEmulator) -> None:
+    kc = ("--kubeconfig", server.kubeconfig_path)
+    server.create("configmaps", {"metadata": {"name": "cfg"}, "data": {"a": "1", "b": "2"}})
+    code, out, _ = await run("get", "cm", *kc)
+    assert code == 0
+    assert [line.split()[:2] for line in out.splitlines()] == [["NAME", "DATA"], ["cfg", "2"]]
+    code, out, _ = await run("get", "ns", *kc)
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == ["NAME", "STATUS", "AGE"]
+    assert ["shop", "Active"] in [line[:2] for line in lines]
+    server.create(
+        "deployments",
+        {
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": {}},
+            "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2},
+        },
+    )
+    code, out, _ = await run("get", "deploy", *kc)
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert lines[1][:4] == ["web", "2/3", "3", "2"]
+
+
+async def test_get_name_and_yaml_as_kubectl(server: ApiServerEmulator) -> None:
+    kc = ("--kubeconfig", server.kubeconfig_path)
+    code, out, _ = await run("get", "pods", "-o", "name", "-l", "app=web", *kc)
+    assert (code, out) == (0, "pod/web-1\npod/web-2\n")
+    server.register_resource("example.com", "v1", "widgets", "Widget")
+    server.create("widgets.example.com", {"metadata": {"name": "w"}})
+    code, out, _ = await run("get", "widgets", "-o", "name", *kc)
+    assert (code, out) == (0, "widget.example.com/w\n")
+    code, out, _ = await run("get", "pods", "-o", "yaml", "-l", "app=db", *kc)
+    doc = yaml.safe_load(out)
+    assert doc["kind"] == "List"
+    assert doc["items"] == [server.get("pods", "db-0")]
+
+
+async def test_get_watch_prints_the_listing_then_each_change(server: ApiServerEmulator) -> None:
+    argv = ("get", "pods", "-w", "-l", "app=web", "--kubeconfig", server.kubeconfig_path)
+    async with in_process(*argv) as cmd:
+        await cmd.out.wait_for(r"^web-2 ")
+        assert cmd.out.lines()[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        await server.wait_for_watches(1, "pods")
+        server.create("pods", pod("web-3", app="web"))
+        await cmd.out.wait_for(r"^web-3 +0/1 +Pending +0 +\d+s$")
+        server.update("pods", {**server.get("pods", "web-1"), "status": {"phase": "Running"}})
+        await cmd.out.wait_for(r"^web-1 +0/1 +Running ")
+        server.delete("pods", "web-2")
+        assert await cmd.finish() == 0
+    rows = [line.split()[0] for line in cmd.out.lines()]
+    assert rows[:4] == ["NAME", "web-1", "web-2", "web-3"]  # the listing, then the add
+    assert rows[4] == "web-1"
+
+    argv = ("get", "pods", "-w", "-o", "name", "-n", "shop", "--kubeconfig", server.kubeconfig_path)
+    async with in_process(*argv) as cmd:
+        await cmd.out.wait_for(r"^pod/cart-0$")
+        await server.wait_for_watches(1, "pods")
+        server.create("pods", pod("cart-1", "shop", app="cart"))
+        await cmd.out.wait_for(r"^pod/cart-1$")
+        assert await cmd.finish() == 0
+    assert cmd.out.lines() == ["pod/cart-0", "pod/cart-1"]
+
+
+async def test_get_shows_a_crds_printer_columns(server: ApiServerEmulator) -> None:
+    columns = [
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+        {"name": "Colour", "type": "string", "jsonPath": ".spec.colour", "priority": 1},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    crd = {
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "additionalPrinterColumns": columns,
+                }
+            ],
+        },
+    }
+    server.create("customresourcedefinitions", crd)
+    server.create("widgets", {"metadata": {"name": "w1"}, "spec": {"size": 3, "colour": "red"}})
+    server.create("widgets", {"metadata": {"name": "w2"}, "spec": {}})
+    kc = ("--kubeconfig", server.kubeconfig_path)
+    code, out, _ = await run("get", "wd", *kc)
+    assert code == 0
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == ["NAME", "SIZE", "AGE"]
+    assert lines[1][:2] == ["w1", "3"]
+    assert lines[2][:2] == ["w2", "<none>"]
+    assert re.fullmatch(r"\d+s", lines[1][2])
+    code, out, _ = await run("get", "wd", "-o", "wide", *kc)
+    assert [line.split()[:3] for line in out.splitlines()] == [
+        ["NAME", "SIZE", "COLOUR"],
+        ["w1", "3", "red"],
+        ["w2", "<none>", "<none>"],
+    ]
+
+
+async def test_all_namespaces_wins_over_namespace(server: ApiServerEmulator) -> None:
+    kc = ("--kubeconfig", server.kubeconfig_path)
+    code, out, err = await run("get", "pods", "-A", "-n", "shop", "-o", "names", *kc)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == ["default/db-0", "default/web-1", "default/web-2", "shop/cart-0"]
+    code, out, _ = await run("get", "pods", "-n", "shop", "-A", *kc)
+    assert out.splitlines()[0].split()[:2] == ["NAMESPACE", "NAME"]
 
 
 async def test_get_all_namespaces_names(server: ApiServerEmulator) -> None:
@@ -356,18 +502,44 @@ async def test_watch_json_and_yaml_print_each_object(server: ApiServerEmulator) 
     kc = ("--kubeconfig", server.kubeconfig_path)
     async with in_process("watch", "pods", "-l", "app=db", "-o", "json", *kc) as cmd:
         line = await cmd.out.wait_for(r'"name":"db-0"')
-        assert json.loads(line) == server.get("pods", "db-0")
+        assert json.loads(line) == {"type": "ADDED", "object": server.get("pods", "db-0")}
         server.patch("pods", "db-0", {"metadata": {"labels": {"app": "db", "v": "2"}}})
         line = await cmd.out.wait_for(r'"v":"2"')
-        assert json.loads(line)["metadata"]["resourceVersion"] == server.resource_version
+        event = json.loads(line)
+        assert event["type"] == "MODIFIED"
+        assert event["object"]["metadata"]["resourceVersion"] == server.resource_version
+        deleted = server.delete("pods", "db-0")
+        line = await cmd.out.wait_for(r'"type":"DELETED"')
+        assert json.loads(line) == {"type": "DELETED", "object": deleted}
         assert await cmd.finish() == 0
-    assert len(cmd.out.lines()) == 2
+    assert len(cmd.out.lines()) == 3
 
     async with in_process("watch", "pods", "-n", "shop", "-o", "yaml", *kc) as cmd:
-        await cmd.out.wait_for(r"^  name: cart-0$")
+        await cmd.out.wait_for(r"^    name: cart-0$")
         assert await cmd.finish() == 0
     docs = list(yaml.safe_load_all(cmd.out.getvalue()))
-    assert docs == [server.get("pods", "cart-0", "shop")]
+    assert docs == [{"type": "ADDED", "object": server.get("pods", "cart-0", "shop")}]
+
+
+async def test_watch_names_marks_deletions(server: ApiServerEmulator) -> None:
+    argv = ("watch", "pods", "-n", "shop", "-o", "names", "--kubeconfig", server.kubeconfig_path)
+    async with in_process(*argv) as cmd:
+        await cmd.out.wait_for(r"^shop/cart-0$")
+        await server.wait_for_watches(1, "pods")
+        server.delete("pods", "cart-0", "shop")
+        await cmd.out.wait_for(r"^shop/cart-0 \(deleted\)$")
+        assert await cmd.finish() == 0
+    assert cmd.out.lines() == ["shop/cart-0", "shop/cart-0 (deleted)"]
+
+    argv = ("watch", "pods", "-n", "shop", "-o", "name", "--kubeconfig", server.kubeconfig_path)
+    async with in_process(*argv) as cmd:
+        server.create("pods", pod("cart-1", "shop"))
+        await cmd.out.wait_for(r"^pod/cart-1$")
+        await server.wait_for_watches(1, "pods")
+        server.delete("pods", "cart-1", "shop")
+        await cmd.out.wait_for(r"^pod/cart-1 \(deleted\)$")
+        assert await cmd.finish() == 0
+    assert cmd.out.lines() == ["pod/cart-1", "pod/cart-1 (deleted)"]
 
 
 async def test_watch_strips_managed_fields_unless_asked(server: ApiServerEmulator) -> None:
@@ -377,17 +549,17 @@ async def test_watch_strips_managed_fields_unless_asked(server: ApiServerEmulato
     argv = ("watch", "pods", "-l", "app=db", "-o", "json", "--kubeconfig", server.kubeconfig_path)
     async with in_process(*argv) as cmd:
         line = await cmd.out.wait_for("db-0")
-    assert "managedFields" not in json.loads(line)["metadata"]
+    assert "managedFields" not in json.loads(line)["object"]["metadata"]
     async with in_process(*argv, "--no-strip-managed-fields") as cmd:
         line = await cmd.out.wait_for("db-0")
-    assert json.loads(line)["metadata"]["managedFields"] == managed
+    assert json.loads(line)["object"]["metadata"]["managedFields"] == managed
 
 
 async def test_watch_metadata_only(server: ApiServerEmulator) -> None:
     argv = ("watch", "pods", "-l", "app=db", "-o", "json", "--metadata-only")
     async with in_process(*argv, "--kubeconfig", server.kubeconfig_path) as cmd:
         line = await cmd.out.wait_for("db-0")
-    obj = json.loads(line)
+    obj = json.loads(line)["object"]
     assert obj["kind"] == "PartialObjectMetadata"
     assert "spec" not in obj
 
@@ -507,22 +679,59 @@ async def test_watch_every_subprocess_prints_keys_until_sigterm(server: ApiServe
     assert re.search(r"^5 objects cached, 5 events, ", err, re.M), err
 
 
-async def test_emulator_subprocess_writes_a_kubeconfig_for_get(tmp_path: Path) -> None:
+async def test_emulator_subprocess_serves_https_and_writes_a_kubeconfig(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc.yaml"
     script = Path(sys.executable).parent / "kubereflector"
     command = (str(script),) if script.exists() else None
     argv = ("emulator", "--write-kubeconfig", str(kubeconfig), "--seed-pods", "3")
     async with subprocess(*argv, command=command) as proc:
-        url = await proc.expect(r"^http://127\.0\.0\.1:\d+$")
+        url = await proc.expect(r"^https://127\.0\.0\.1:\d+$")
         assert kubeconfig.exists()
         assert oct(kubeconfig.stat().st_mode & 0o777) == "0o600"
-        code, out, err = await run("get", "pods", "-o", "names", "--kubeconfig", str(kubeconfig))
+        config = yaml.safe_load(kubeconfig.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        assert cluster["server"] == url
+        assert (
+            "BEGIN CERTIFICATE" in base64.b64decode(cluster["certificate-authority-data"]).decode()
+        )
+        assert config["users"][0]["user"]["token"]
+        code, out, err = await run("get", "pods", "-o", "json", "--kubeconfig", str(kubeconfig))
         assert (code, err) == (0, "")
-        assert out.splitlines() == ["default/pod-00000", "default/pod-00001", "default/pod-00002"]
+        pods = json.loads(out)["items"]
+        assert sorted(p["metadata"]["labels"]["app"] for p in pods) == ["api", "web", "worker"]
+        for p in pods:  # they look like a real cluster's
+            assert p["spec"]["nodeName"].startswith("node-")
+            assert p["status"]["phase"] == "Running"
+            assert all(c["ready"] for c in p["status"]["containerStatuses"])
         code, _, err = await proc.finish(signal.SIGINT)
     assert code == 0
     assert f"kubeconfig: {kubeconfig}" in err
-    assert url
+
+
+async def test_emulator_no_tls_serves_plain_http(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kc.yaml"
+    argv = ("emulator", "--no-tls", "--no-auth", "--write-kubeconfig", str(kubeconfig))
+    async with subprocess(*argv) as proc:
+        url = await proc.expect(r"^http://127\.0\.0\.1:\d+$")
+        config = yaml.safe_load(kubeconfig.read_text())
+        assert config["clusters"][0]["cluster"] == {"server": url}
+        assert config["users"][0]["user"] == {}
+        code, _, err = await run("get", "pods", "--kubeconfig", str(kubeconfig))
+        assert (code, err) == (0, "No resources found in default namespace.\n")
+        code, _, err = await proc.finish(signal.SIGINT)
+    assert code == 0
+
+
+async def test_emulator_without_its_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "trustme", None)  # as if not installed
+    code, out, err = await run("emulator", "--port", "0")
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "pip install 'kubereflector[emulator]'" in err
+    assert "--no-tls" in err
 
 
 async def test_demo_subprocess_recovers_from_every_fault() -> None:

@@ -244,9 +244,12 @@ async def test_create_errors_are_kube_statuses(env: tuple[ApiServerEmulator, Api
     assert status == 405
     status, _, _ = await api.call("GET", "/api/v1/widgets")
     assert status == 404
-    status, body, _ = await api.call("POST", PODS, pod("z"), params={"dryRun": "All"})
-    assert status == 400
-    assert "dryRun" in body["message"]
+    status, body, _ = await api.call("POST", PODS, pod("z"), params={"dryRun": "Some"})
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: "Some": '
+        'supported values: "All"'
+    )
 
 
 async def test_update_conflicts_generation_and_noop(env: tuple[ApiServerEmulator, Api]) -> None:
@@ -362,13 +365,15 @@ async def test_patches(env: tuple[ApiServerEmulator, Api]) -> None:
         409,
         "Conflict",
     )  # a resourceVersion in a patch is a precondition
-    status, _, _ = await api.call(
+    status, body, _ = await api.call(
         "PATCH", f"{PODS}/a", {}, content_type="application/apply-patch+yaml"
     )
-    assert status == 415
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "fieldManager")
     server.register_resource("example.com", "v1", "widgets", "Widget")
     await api.ok(
-        "POST", "/apis/example.com/v1/namespaces/default/widgets", {"metadata": {"name": "w"}}
+        "POST",
+        "/apis/example.com/v1/namespaces/default/widgets",
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}},
     )
     status, _, _ = await api.call(
         "PATCH",
@@ -386,7 +391,7 @@ async def test_delete(env: tuple[ApiServerEmulator, Api]) -> None:
         "DELETE", f"{PODS}/a", {"preconditions": {"uid": "not-the-uid"}}
     )
     assert (status, body["reason"]) == (409, "Conflict")
-    assert "Precondition failed: UID in precondition" in body["message"]
+    assert "the UID in the precondition (not-the-uid) does not match" in body["message"]
     deleted = await api.ok("DELETE", f"{PODS}/a")  # pods answer with the object
     assert deleted["metadata"]["uid"] == created["metadata"]["uid"]
     assert rv(deleted) == int(server.resource_version) == rv(created) + 1
@@ -1174,9 +1179,15 @@ async def test_tables_for_kubectl(env: tuple[ApiServerEmulator, Api]) -> None:
         "Status",
         "Restarts",
         "Age",
+        "IP",
+        "Node",
+        "Nominated Node",
+        "Readiness Gates",
     ]
+    assert [c["priority"] for c in table["columnDefinitions"]] == [0] * 5 + [1] * 4
     row = table["rows"][0]
     assert row["cells"][:4] == ["a", "0/1", "Pending", 0]
+    assert row["cells"][5:] == ["<none>"] * 4
     assert row["object"]["kind"] == "PartialObjectMetadata"
     status, table, _ = await api.call(
         "GET",
@@ -1184,7 +1195,7 @@ async def test_tables_for_kubectl(env: tuple[ApiServerEmulator, Api]) -> None:
         params={"includeObject": "Object"},
         headers={"Accept": TABLE},
     )
-    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
 
 
 # -- discovery and registered resources -------------------------------------------------------
@@ -1208,7 +1219,13 @@ async def test_discovery_legacy_and_aggregated(env: tuple[ApiServerEmulator, Api
     assert pods["shortNames"] == ["po"]
     assert any(r["name"] == "pods/status" for r in core["resources"])
     groups = await api.ok("GET", "/apis")
-    assert {g["name"] for g in groups["groups"]} == {"apps", "example.com"}
+    assert {g["name"] for g in groups["groups"]} == {
+        "apps",
+        "events.k8s.io",
+        "coordination.k8s.io",
+        "apiextensions.k8s.io",
+        "example.com",
+    }
     group = await api.ok("GET", "/apis/example.com")
     assert group["preferredVersion"] == {
         "groupVersion": "example.com/v1alpha1",
@@ -1245,20 +1262,91 @@ async def test_discovery_legacy_and_aggregated(env: tuple[ApiServerEmulator, Api
         server.register_resource("example.com", "v1", "widgets", "Widget")
 
 
+async def test_custom_resources_validate_their_kind_and_reset_status(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    server, api = env
+    server.register_resource("example.com", "v1", "widgets", "Widget", status_subresource=True)
+    path = "/apis/example.com/v1/namespaces/default/widgets"
+    typemeta = {"apiVersion": "example.com/v1", "kind": "Widget"}
+    status, body, _ = await api.call(
+        "POST", path, {**typemeta, "kind": "Gadget", "metadata": {"name": "w"}}
+    )
+    assert (status, body["reason"]) == (422, "Invalid")  # kube: 422 for custom resources
+    assert (
+        body["message"]
+        == 'Gadget.example.com "w" is invalid: kind: Invalid value: "Gadget": must be Widget'
+    )
+    created = await api.ok(
+        "POST", path, {**typemeta, "metadata": {"name": "w"}, "spec": {"a": 1}, "status": {"s": 1}}
+    )
+    assert "status" not in created  # a create cannot write status
+    assert created["metadata"]["generation"] == 1
+    spec = await api.ok(
+        "PATCH", f"{path}/w", {"spec": {"a": 2}}, content_type="application/merge-patch+json"
+    )
+    assert spec["metadata"]["generation"] == 2
+    cm = await api.ok("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "c"}})
+    assert "generation" not in cm["metadata"]  # ConfigMaps have none, as in kube
+
+
+async def test_field_managers_come_from_the_request(env: tuple[ApiServerEmulator, Api]) -> None:
+    server, api = env
+    path = "/api/v1/namespaces/default/configmaps"
+    created = await api.ok(
+        "POST",
+        path,
+        {"metadata": {"name": "c"}, "data": {"k": "v"}},
+        headers={"User-Agent": "tool/1.2"},
+    )
+    (entry,) = created["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"], entry["apiVersion"]) == ("tool", "Update", "v1")
+    assert entry["fieldsV1"] == {"f:data": {".": {}, "f:k": {}}}
+    named = await api.ok(
+        "PATCH",
+        f"{path}/c",
+        {"data": {"k": "w"}},
+        content_type="application/merge-patch+json",
+        params={"fieldManager": "editor"},
+    )
+    assert {e["manager"]: e["fieldsV1"] for e in named["metadata"]["managedFields"]} == {
+        "tool": {"f:data": {}},  # it still set the map, as kube keeps it
+        "editor": {"f:data": {"f:k": {}}},
+    }
+    status, body, _ = await api.call(
+        "POST", path, {"metadata": {"name": "d"}}, params={"fieldManager": "x" * 129}
+    )
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "fieldManager")
+    # The Python data API writes like the storage layer: no field manager of its own.
+    assert (
+        "managedFields" not in server.create("configmaps", {"metadata": {"name": "e"}})["metadata"]
+    )
+    status, body, _ = await api.call("DELETE", f"{path}/c", {"propagationPolicy": "Sideways"})
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "propagationPolicy")
+
+
 async def test_registered_resources_are_served(env: tuple[ApiServerEmulator, Api]) -> None:
     server, api = env
     server.register_resource("example.com", "v1", "widgets", "Widget")
     server.register_resource("example.com", "v1", "gadgets", "Gadget", namespaced=False)
     base = "/apis/example.com/v1"
+    status, body, _ = await api.call(
+        "POST", f"{base}/namespaces/default/widgets", {"metadata": {"name": "w"}}
+    )
+    assert (status, body["reason"]) == (400, "BadRequest")  # custom resources need their kind
+    assert "Object 'Kind' is missing" in body["message"]
+    typemeta = {"apiVersion": "example.com/v1"}
     widget = await api.ok(
         "POST",
         f"{base}/namespaces/default/widgets",
-        {"metadata": {"name": "w"}, "spec": {"size": 1}},
+        {**typemeta, "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}},
     )
     assert widget["kind"] == "Widget"
     assert widget["apiVersion"] == "example.com/v1"
     gadget = await api.ok(
-        "POST", f"{base}/gadgets", {"metadata": {"name": "g", "namespace": "ignored"}}
+        "POST",
+        f"{base}/gadgets",
+        {**typemeta, "kind": "Gadget", "metadata": {"name": "g", "namespace": "ignored"}},
     )
     assert "namespace" not in gadget["metadata"]
     listed = await api.ok("GET", f"{base}/widgets")
@@ -1275,6 +1363,41 @@ async def test_registered_resources_are_served(env: tuple[ApiServerEmulator, Api
     assert deleted["object"]["kind"] == "Gadget"
     assert server.get("widgets", "w")["spec"] == {"size": 1}
     assert (await api.call("GET", f"{base}/namespaces/default/widgets/w/status"))[0] == 404
+
+
+async def test_deleting_a_crd_deletes_its_objects_and_ends_its_watches(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    server, api = env
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "gizmos", "kind": "Gizmo", "shortNames": ["gz"]},
+            "versions": [{"name": "v1", "served": True, "storage": True}],
+        },
+    }
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    await api.ok("POST", crds, crd)
+    discovery = await api.ok("GET", "/apis/example.com/v1")
+    assert [(r["name"], r["namespaced"], r["shortNames"]) for r in discovery["resources"]] == [
+        ("gizmos", False, ["gz"])
+    ]
+    gizmos = "/apis/example.com/v1/gizmos"
+    await api.ok(
+        "POST", gizmos, {"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": "g"}}
+    )
+    stream = await api.watch(gizmos, resourceVersion=server.resource_version)
+    await server.wait_for_watches(1, "gizmos")
+    await api.ok("DELETE", f"{crds}/gizmos.example.com")
+    event = await stream.next()
+    assert (event["type"], event["object"]["metadata"]["name"]) == ("DELETED", "g")
+    assert await stream.rest() == b""  # the watch ends
+    assert (await api.get(gizmos))[0] == 404
+    assert (await api.get("/apis/example.com/v1"))[0] == 404
 
 
 # -- the command line -------------------------------------------------------------------------
@@ -1298,14 +1421,18 @@ async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
     try:
         line = await asyncio.wait_for(process.stdout.readline(), 15)  # type: ignore[union-attr]
         url = line.decode().strip()
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url), line
+        assert re.fullmatch(r"https://127\.0\.0\.1:\d+", url), line  # HTTPS by default
         config = yaml.safe_load(kubeconfig.read_text())
-        assert config["clusters"][0]["cluster"]["server"] == url
+        cluster = config["clusters"][0]["cluster"]
+        assert cluster["server"] == url
+        trust = ssl.create_default_context(
+            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+        )
         token = config["users"][0]["user"]["token"]
         headers = {"Authorization": f"Bearer {token}"}
         async with (
             aiohttp.ClientSession(headers=headers) as session,
-            session.get(url + PODS) as response,
+            session.get(url + PODS, ssl=trust) as response,
         ):
             body = await response.json()
         assert names(body["items"]) == ["pod-00000", "pod-00001", "pod-00002"]
@@ -1316,3 +1443,84 @@ async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
     assert process.returncode == 0, stderr.decode()
     assert b"Traceback" not in stderr
     assert b"RuntimeWarning" not in stderr
+
+
+# -- OpenAPI and server-side field validation (what kubectl validates with) ------------------
+
+
+async def test_openapi_v3_index_and_group_version_documents(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    server, api = env
+    server.register_resource("example.com", "v1", "widgets", "Widget")
+    index = await api.ok("GET", "/openapi/v3")
+    assert {"api/v1", "apis/apps/v1", "apis/example.com/v1"} <= set(index["paths"])
+    url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+    assert url.startswith("/openapi/v3/apis/apps/v1?hash=")
+    status, document, _ = await api.call("GET", url.split("?")[0])
+    assert status == 200
+    assert document["openapi"].startswith("3.")
+    item = document["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]
+    patch = item["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {
+        "group": "apps",
+        "version": "v1",
+        "kind": "Deployment",
+    }
+    assert {"name": "fieldValidation", "in": "query"}.items() <= patch["parameters"][0].items()
+    # no strategic merge patch media type: kubectl apply uses its compiled-in patch metadata
+    assert "application/strategic-merge-patch+json" not in patch["requestBody"]["content"]
+    schema = document["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"]
+    assert schema["x-kubernetes-group-version-kind"][0]["kind"] == "Deployment"
+    assert (await api.get("/openapi/v3/apis/nothing.example/v1"))[0] == 404
+
+
+async def test_openapi_v2_is_json_and_refuses_protobuf_only(
+    env: tuple[ApiServerEmulator, Api],
+) -> None:
+    _, api = env
+    protobuf = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    status, body, _ = await api.call("GET", "/openapi/v2", headers={"Accept": protobuf})
+    assert (status, body["reason"]) == (406, "NotAcceptable")
+    status, body, headers = await api.call(
+        "GET", "/openapi/v2", headers={"Accept": f"{protobuf}, application/json"}
+    )
+    assert status == 200
+    assert headers["Content-Type"] == "application/json"
+    assert body["swagger"] == "2.0"
+    assert "/api/v1/namespaces/{namespace}/pods/{name}" in body["paths"]
+
+
+async def test_field_validation_strict_warn_and_ignore(env: tuple[ApiServerEmulator, Api]) -> None:
+    server, api = env
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "colour": "x"}}
+    cm["datta"] = {}
+    path = "/api/v1/namespaces/default/configmaps"
+    status, body, _ = await api.call("POST", path, cm, params={"fieldValidation": "Strict"})
+    assert status == 400
+    assert body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'unknown field "datta", unknown field "metadata.colour"'
+    )
+    status, body, _ = await api.call("POST", path, cm, params={"fieldValidation": "Bogus"})
+    assert status == 400
+    assert "Unsupported value" in body["message"]
+    status, _, headers = await api.call("POST", path, cm, params={"fieldValidation": "Warn"})
+    assert status == 201
+    assert headers.getall("Warning") == [
+        '299 - "unknown field \\"datta\\""',
+        '299 - "unknown field \\"metadata.colour\\""',
+    ]
+    status, _, headers = await api.call(
+        "PATCH",
+        f"{path}/a",
+        {"data": {"k": "v"}},
+        params={"fieldValidation": "Strict"},
+        content_type="application/merge-patch+json",
+    )
+    assert status == 200
+    assert "Warning" not in headers
+    cm["metadata"] = {"name": "b"}
+    status, _, _ = await api.call("POST", path, cm, params={"fieldValidation": "Ignore"})
+    assert status == 201
+    assert [c["metadata"]["name"] for c in server.objects("configmaps")] == ["a", "b"]

@@ -16,7 +16,8 @@ from kubereflector import (
     SharedInformerFactory,
     SyncSharedInformerFactory,
 )
-from kubereflector.client import load_config
+from kubereflector.client import ResourceClient, SyncResourceClient, load_config
+from kubereflector.runtime import Manager
 from kubereflector.testing import FakeControllerSource
 
 
@@ -74,3 +75,21 @@ def handler_of_another_type(models: SharedIndexInformer[Model], handler: Any) ->
     models.add_event_handler(kube_handler)  # E: Argument 1 to "add_event_handler"
     name: str = models.lister.list()[0]["metadata"]  # E: Value of type "Model" is not indexable
     print(name, FakeControllerSource())
+
+
+async def forgot_to_await_a_write(pods: ResourceClient) -> None:
+    pod: dict[str, Any] = pods.get("web")  # E: Incompatible types in assignment
+    pods.delete("web")  # E: must be used
+    print(pod)
+
+
+async def awaited_a_blocking_write(pods: SyncResourceClient) -> None:
+    await pods.get("web")  # E: Incompatible types in "await"
+
+
+async def forgot_to_await_the_manager(manager: Manager) -> None:
+    manager.run()  # E: must be used
+
+
+async def awaited_the_blocking_run(manager: Manager) -> None:
+    await manager.run_sync()  # E: Incompatible types in "await"

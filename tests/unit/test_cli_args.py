@@ -4,13 +4,20 @@ progress and error lines."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 import io
+import re
+import sys
+from pathlib import Path
 
 import aiohttp
 import pytest
+import yaml
+from config_fixtures import V1, Gate, Plugin, drain
 
 from kubereflector import cli
+from kubereflector._cli_tables import age, render_table
 from kubereflector.client import ConfigError
 from kubereflector.errors import ApiError, ForbiddenError, UnauthorizedError
 from kubereflector.listwatch import ListOptions, ListResult
@@ -87,15 +94,22 @@ def test_a_command_is_required() -> None:
     assert "kubereflector: error:" in s.err.getvalue()
 
 
-def test_namespace_and_all_namespaces_exclude_each_other() -> None:
+def test_namespace_and_all_namespaces_are_accepted_together() -> None:
+    # As kubectl: -A wins (tests/integration/test_cli.py shows what is listed); here the
+    # arguments parse, and the command gets as far as reading the kubeconfig.
     s = Streams()
-    assert s.run("get", "pods", "-n", "a", "-A") == cli.EXIT_USAGE
-    assert "not allowed with argument" in s.err.getvalue()
+    code = s.run("get", "pods", "-n", "a", "-A", "--kubeconfig", "/nonexistent/kubeconfig")
+    assert code == cli.EXIT_ERROR
+    assert "not allowed with argument" not in s.err.getvalue()
+    assert "/nonexistent/kubeconfig" in s.err.getvalue()
 
 
 def test_unknown_output_format_is_refused() -> None:
     s = Streams()
-    assert s.run("get", "pods", "-o", "yaml") == cli.EXIT_USAGE
+    assert s.run("get", "pods", "-o", "xml") == cli.EXIT_USAGE
+    assert "invalid choice" in s.err.getvalue()
+    s = Streams()
+    assert s.run("watch", "pods", "-o", "wide") == cli.EXIT_USAGE
     assert "invalid choice" in s.err.getvalue()
 
 
@@ -105,6 +119,8 @@ def test_unknown_output_format_is_refused() -> None:
         (["get", "pods", "-l", "app in (a"], "label selector"),
         (["watch", "pods", "-l", "=x"], "label selector"),
         (["watch", "pods", "--field-selector", "novalue"], "field selector"),
+        (["get", "pods", "-n", "Bad NS!"], "-n/--namespace: invalid namespace 'Bad NS!'"),
+        (["watch", "pods", "-n", "kube-system/secrets?x="], "invalid namespace"),
         (["watch", "pods", "--every", "3x"], "--every"),
         (["get", "pods", "--timeout", "soon"], "--timeout"),
         (["demo", "--duration", "-4"], "--duration"),
@@ -197,26 +213,26 @@ def pod(name: str, namespace: str = "default", created: str = "2025-01-01T00:00:
 
 
 def test_table_columns_line_up() -> None:
-    text = cli._table([pod("a"), pod("web-long-name", "kube-system")], show_namespace=True)
+    text = render_table([pod("a"), pod("web-long-name", "kube-system")], "Pod", show_namespace=True)
     lines = text.splitlines()
-    assert lines[0].split() == ["NAMESPACE", "NAME", "RESOURCE", "VERSION", "AGE"]
+    assert lines[0].split() == ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     column = lines[0].index(" NAME ") + 1
     assert lines[1][column:].startswith("a ")
     assert lines[2][column:].startswith("web-long-name ")
-    assert lines[1].split()[:3] == ["default", "a", "12"]
-    assert "NAMESPACE" not in cli._table([pod("a")], show_namespace=False)
+    assert lines[1].split()[:2] == ["default", "a"]
+    assert "NAMESPACE" not in render_table([pod("a")], "Pod", show_namespace=False)
 
 
 @pytest.mark.parametrize(
-    ("seconds", "age"),
+    ("seconds", "expected"),
     [(5, "5s"), (119, "119s"), (600, "10m"), (4 * 3600, "4h"), (5 * 86400, "5d")],
 )
-def test_age(seconds: int, age: str) -> None:
+def test_age(seconds: int, expected: str) -> None:
     now = datetime.datetime(2025, 1, 10, tzinfo=datetime.timezone.utc)
     created = (now - datetime.timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
-    assert cli._age(created, now) == age
-    assert cli._age(None, now) == "<unknown>"
-    assert cli._age("yesterday", now) == "<unknown>"
+    assert age(created, now) == expected
+    assert age(None, now) == "<unknown>"
+    assert age("yesterday", now) == "<unknown>"
 
 
 # -- progress ------------------------------------------------------------------------------------
@@ -282,3 +298,126 @@ def test_progress_needs_both_streams_on_a_terminal() -> None:
     assert not ctx.tty
     ctx.stderr = Tty()
     assert ctx.tty
+
+
+PEM_CERT = "-----BEGIN CERTIFICATE-----\nbm9wZQ==\n-----END CERTIFICATE-----\n"
+PEM_KEY = "-----BEGIN PRIVATE KEY-----\nbm9wZQ==\n-----END PRIVATE KEY-----\n"
+
+
+@pytest.mark.parametrize(
+    ("cert", "message"),
+    [
+        # not even PEM: refused while loading the kubeconfig, naming the field
+        ("garbage", r"user 'u' in .*: client-certificate-data is not a PEM certificate"),
+        # PEM-shaped, but TLS cannot load it: refused on the first request
+        (PEM_CERT, r"the client certificate and key cannot be loaded: "),
+    ],
+)
+def test_bad_client_certificate_data_is_one_specific_line(
+    tmp_path, cert: str, message: str
+) -> None:
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "client-certificate-data": b64(cert),
+                            "client-key-data": b64(PEM_KEY),
+                        },
+                    }
+                ],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+            }
+        )
+    )
+    s = Streams()
+    assert s.run("get", "pods", "--kubeconfig", str(kubeconfig)) == cli.EXIT_ERROR
+    lines = s.err_lines()
+    assert len(lines) == 1, lines
+    assert re.match(r"kubereflector: error: " + message, lines[0]), lines[0]
+    assert "internal error" not in lines[0]
+
+
+def kubeconfig_for(path: Path, server: str, user: dict[str, object] | None = None) -> str:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": user or {}}],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+            }
+        )
+    )
+    return str(path)
+
+
+@pytest.mark.asyncio
+async def test_get_timeout_covers_a_server_that_accepts_and_never_answers(tmp_path: Path) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.read()  # reads the request, never answers
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    clock = FakeClock()
+    out, err = io.StringIO(), io.StringIO()
+    kubeconfig = kubeconfig_for(tmp_path / "config", f"http://127.0.0.1:{port}")
+    async with server:
+        run = asyncio.create_task(
+            cli.amain(
+                ["get", "pods", "--timeout", "3s", "--kubeconfig", kubeconfig],
+                clock=clock,
+                stdout=out,
+                stderr=err,
+            )
+        )
+        await clock.wait_for_sleepers()
+        await clock.advance(2.9)
+        assert not run.done()
+        await clock.advance(0.1)
+        assert await run == cli.EXIT_ERROR
+    assert err.getvalue().splitlines() == [
+        "kubereflector: error: timed out after 3s connecting to the API server at "
+        f"http://127.0.0.1:{port}"
+    ]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX plugin scripts")
+@pytest.mark.asyncio
+async def test_get_timeout_covers_a_credential_plugin_that_never_exits(tmp_path: Path) -> None:
+    gate = Gate(tmp_path)
+    try:
+        plugin = Plugin(tmp_path, gate.plugin_code(with_helper=True))
+        exec_user = {
+            "exec": {"apiVersion": V1, "command": str(plugin.path), "interactiveMode": "Never"}
+        }
+        kubeconfig = kubeconfig_for(tmp_path / "config", "http://127.0.0.1:1", exec_user)
+        clock = FakeClock()
+        err = io.StringIO()
+        run = asyncio.create_task(
+            cli.amain(
+                ["get", "pods", "--timeout", "3s", "--kubeconfig", kubeconfig],
+                clock=clock,
+                stdout=io.StringIO(),
+                stderr=err,
+            )
+        )
+        await gate.started()
+        await clock.advance(3)
+        assert await run == cli.EXIT_ERROR
+        assert "timed out after 3s" in err.getvalue()
+        await gate.ended()  # the plugin and its helper were killed
+        await drain()  # and the plugin's run has finished
+    finally:
+        gate.close()

@@ -8,11 +8,17 @@ from typing import Any
 import pytest
 
 from kubereflector import (
+    AlreadyExistsError,
     ApiError,
+    BadRequestError,
+    ConflictError,
     DecodeError,
     ExpiredError,
     ForbiddenError,
+    InvalidError,
+    MethodNotAllowedError,
     NotFoundError,
+    StatusCause,
     TooLargeResourceVersionError,
     TooManyRequestsError,
     UnauthorizedError,
@@ -132,6 +138,52 @@ def test_auth_and_not_found(code: int, reason: str, cls: type[ApiError]) -> None
     assert type(err) is cls
     assert isinstance(err, ApiError)
     assert (err.status, err.reason, err.message, err.url) == (code, reason, "nope", "https://k/x")
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cls"),
+    [
+        (409, "AlreadyExists", AlreadyExistsError),
+        (409, "Conflict", ConflictError),
+        (409, "", ConflictError),
+        (400, "BadRequest", BadRequestError),
+        (405, "MethodNotAllowed", MethodNotAllowedError),
+        (422, "Invalid", InvalidError),
+    ],
+)
+def test_write_errors_have_their_classes(code: int, reason: str, cls: type[ApiError]) -> None:
+    err = error_from_status(status(code, reason, "no"), url="https://k/api/v1/x")
+    assert type(err) is cls
+    assert (err.status, err.reason, err.url) == (code, reason, "https://k/api/v1/x")
+    assert "https://k/api/v1/x" in str(err)
+
+
+def test_invalid_names_the_object_and_its_field_causes() -> None:
+    details = {
+        "name": "Bad_Name",
+        "kind": "ConfigMap",
+        "causes": [
+            {"reason": "FieldValueInvalid", "message": "Invalid value", "field": "metadata.name"},
+            {"reason": "FieldValueRequired", "message": "Required value"},
+            "not a cause",
+        ],
+    }
+    err = error_from_status(
+        status(422, "Invalid", 'ConfigMap "Bad_Name" is invalid', details=details)
+    )
+    assert isinstance(err, InvalidError)
+    assert (err.name, err.kind) == ("Bad_Name", "ConfigMap")
+    assert err.causes == (
+        StatusCause("FieldValueInvalid", "Invalid value", "metadata.name"),
+        StatusCause("FieldValueRequired", "Required value", ""),
+    )
+
+
+def test_errors_without_details_have_empty_names_and_causes() -> None:
+    err = error_from_status(status(409, "Conflict", "stale"))
+    assert (err.name, err.kind, err.causes) == ("", "", ())
+    odd = error_from_status(status(422, "Invalid", "x", details={"causes": "not a list"}))
+    assert odd.causes == ()
 
 
 def test_other_codes_are_plain_api_errors_with_everything_in_str() -> None:

@@ -596,6 +596,22 @@ async def test_the_sync_factory_refuses_async_with_and_names_the_async_one() -> 
     assert factory_threads() == []
 
 
+def test_the_sync_factory_hands_out_a_sync_client_on_its_loop() -> None:
+    factory = SyncSharedInformerFactory(FakeClient())  # type: ignore[arg-type]
+    client = factory.sync_client()  # starts the loop thread
+    assert client.loop is factory.loop
+    assert client.client is factory.client
+    assert client.run(asyncio.sleep(0, result="ran")) == "ran"  # on the factory's loop
+    client.close()  # closes nothing of the factory's
+    other = factory.sync_client()
+    assert other.run(asyncio.sleep(0, result="still")) == "still"
+    factory.shutdown()
+    with pytest.raises(RuntimeError, match="not running"):
+        other.run(asyncio.sleep(0))
+    with pytest.raises(FactoryShutdownError):
+        factory.sync_client()
+
+
 @pytest.mark.parametrize("factory_class", [SharedInformerFactory, SyncSharedInformerFactory])
 def test_arguments_are_checked(factory_class: type[SharedInformerFactory]) -> None:
     with pytest.raises(
@@ -606,6 +622,8 @@ def test_arguments_are_checked(factory_class: type[SharedInformerFactory]) -> No
         factory_class(FakeClient(), default_resync=-1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="custom_resync"):
         factory_class(FakeClient(), custom_resync={"pods": -1})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"invalid namespace '\.\./kube-system'"):
+        factory_class(FakeClient(), namespace="../kube-system")  # type: ignore[arg-type]
     factory = factory_class(FakeClient())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="name or a ResourceInfo"):
         factory.informer_for(42)  # type: ignore[arg-type]

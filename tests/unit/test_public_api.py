@@ -21,11 +21,13 @@ import kubereflector
 
 # Public subpackages with an API of their own, imported by their full name
 # (``kubereflector.testing.FakeControllerSource``): not re-exported by the package.
-NOT_REEXPORTED = frozenset({"testing", "client", "cli", "workqueue"})
+NOT_REEXPORTED = frozenset(
+    {"testing", "client", "cli", "workqueue", "runtime", "leaderelection", "metrics"}
+)
 
 # Of those, the subpackages whose ``__all__`` re-exports every public name of their
 # own public modules, as the package does (``kubereflector.workqueue.WorkQueue``).
-COMPLETE_SUBPACKAGES = frozenset({"workqueue"})
+COMPLETE_SUBPACKAGES = frozenset({"workqueue", "runtime", "leaderelection", "metrics"})
 
 
 def public_submodules() -> list[str]:

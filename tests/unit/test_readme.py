@@ -44,6 +44,7 @@ def test_every_python_block_compiles() -> None:
 
 def test_the_readme_has_the_examples() -> None:
     assert set(_python_blocks()) >= {
+        "Writing to the cluster",
         "The cache: Store and Indexer",
         "The queues: DeltaFIFO and RealFIFO",
         "The Reflector",
@@ -96,6 +97,33 @@ def test_reflector_options_example() -> None:
         assert factory._custom_options["events"].page_size == 200
     finally:
         asyncio.run(factory.shutdown())
+
+
+@pytest.mark.asyncio
+async def test_writing_to_the_cluster_example() -> None:
+    from kubereflector.client import Client, load_config
+    from kubereflector.testing import ApiServerEmulator
+
+    namespace = _run("Writing to the cluster")
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {}, "template": {"spec": {"containers": []}}},
+    }
+    async with ApiServerEmulator() as server, Client(load_config(server.kubeconfig_path)) as client:
+        server.create("namespaces", {"metadata": {"name": "shop"}})
+        server.create("deployments.apps", deployment, namespace="shop")
+        scaled = await namespace["scale"](client, "shop", "web", 3)
+        assert scaled["spec"]["replicas"] == 3
+        assert scaled["metadata"]["generation"] == 2
+        settings = await namespace["ensure_settings"](client, "shop")
+        assert settings["data"] == {"currency": "EUR"}
+        (entry,) = settings["metadata"]["managedFields"]
+        assert (entry["manager"], entry["operation"]) == ("shop-controller", "Apply")
+        await namespace["announce"](client, scaled)
+        (event,) = server.objects("events.events.k8s.io", namespace="shop")
+        assert (event["reason"], event["regarding"]["name"]) == ("Scaled", "web")
 
 
 def test_work_queue_example() -> None:

@@ -432,6 +432,21 @@ async def test_wrong_kind_and_malformed_objects_are_logged_and_skipped(
     assert "metadata.name" in caplog.text
     assert "'WEIRD'" in caplog.text
     assert "hunter2" not in caplog.text
+    # Every skipped event names the resource it came from (ResourceListWatch: its URL).
+    assert len(caplog.records) == 4
+    assert all("scripted pods" in record.getMessage() for record in caplog.records)
+
+
+async def test_an_error_event_without_a_status_ends_the_cycle_without_showing_it() -> None:
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([], "10"))
+    lw.watches.append([WatchEvent("ERROR", "token hunter2")])
+    reflector, _, _, errors = make(lw, max_internal_error_retry_duration=0)
+    async with running(reflector):
+        await settle()
+    assert str(errors[0]) == (
+        "500 InternalError: a watch ERROR event of scripted pods carried a str instead of a Status"
+    )
 
 
 # -- watch-list ---------------------------------------------------------------
@@ -539,8 +554,11 @@ REFUSED_BY_ETCD = ApiError(400, "BadRequest", f"invalid resource version: {INVAL
 async def test_a_resource_version_that_is_not_a_string_is_ignored_and_logged_once(
     value: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    lw = ScriptedListerWatcher()
-    lw.url = "https://kube.example:6443/api/v1/pods"  # type: ignore[attr-defined]
+    class Named(ScriptedListerWatcher):
+        def __str__(self) -> str:  # the Reflector names its ListerWatcher by str()
+            return "pods at https://kube.example:6443/api/v1/pods"
+
+    lw = Named()
     lw.lists.append(ListResult([pod("a", "5")], "10"))
     gate = asyncio.Event()
     lw.watches.append(
@@ -720,7 +738,10 @@ async def test_a_watch_list_refused_even_at_the_current_state_falls_back_to_a_li
 # -- stalls, resync, cancellation -------------------------------------------------
 
 
-async def test_a_silent_watch_is_restarted_after_the_idle_limit() -> None:
+async def test_a_silent_watch_is_restarted_after_the_idle_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="kubereflector.reflector")
     lw = ScriptedListerWatcher()
     lw.lists.append(ListResult([], "10"))
     gate = asyncio.Event()
@@ -736,6 +757,12 @@ async def test_a_silent_watch_is_restarted_after_the_idle_limit() -> None:
         assert lw.closed_watches == 1
         assert reflector.stats().stalls == 1
         assert errors == []
+    (stall,) = [r for r in caplog.records if "silent" in r.getMessage()]
+    assert stall.levelno == logging.INFO
+    assert stall.getMessage() == (
+        f"{reflector.name}: the watch of scripted pods was silent for at least 60 s (no event "
+        "or bookmark; the idle limit is 60 s): treating it as dead; watching again"
+    )
 
 
 async def test_resync_runs_every_period_when_allowed() -> None:

@@ -251,6 +251,19 @@ async def test_is_a_lister_watcher(api: tuple[Api, Client]) -> None:
     )
 
 
+async def test_str_names_the_resource_and_its_url_for_log_lines(api: tuple[Api, Client]) -> None:
+    _server_api, client = api
+    lw = ResourceListWatch(client, "po", "ns", label_selector="a=b", field_selector="x=y")
+    assert str(lw) == (  # not resolved yet
+        f"po on {client.server} (label selector 'a=b', field selector 'x=y')"
+    )
+    await lw.resource_info()
+    assert str(lw) == (
+        f"pods at {client.server}/api/v1/namespaces/ns/pods "
+        "(label selector 'a=b', field selector 'x=y')"
+    )
+
+
 class SignallingCache(Cache):
     def __init__(self) -> None:
         super().__init__()

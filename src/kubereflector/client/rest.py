@@ -3,7 +3,9 @@
 :class:`Client` wraps one aiohttp session (connection pooling, TLS verified by
 default) and offers a small generic REST surface (``request``, ``get``,
 ``create``, ``update``, ``patch``, ``delete``), a paged ``list`` and a
-streaming ``watch``, the two halves of the ListerWatcher contract. Failures
+streaming ``watch``, the two halves of the ListerWatcher contract;
+``client.resource("deploy", namespace="shop")`` gives the per-resource
+:class:`~kubereflector.client.ResourceClient` built on them. Failures
 raise the classes of :mod:`kubereflector.errors`, each naming the request's URL
 (never credentials, headers or object contents).
 """
@@ -24,7 +26,7 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 import aiohttp
 import msgspec
@@ -34,20 +36,26 @@ from .. import __version__
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ._connector import new_connector
-from ._lines import decode_watch_stream
-from .config import ClientConfig
+from ._lines import BATCH_BYTES, MAX_LINE_BYTES, decode_watch_stream
+from ._redact import Redactor
+from ._status import is_status, status_error
+from .config import ClientConfig, ConfigError
+from .paths import validate_api_path
 
 if TYPE_CHECKING:
-    from .discovery import Discovery
+    from .discovery import Discovery, ResourceInfo
+    from .resource import ResourceClient
 
 __all__ = [
     "ACCEPT_JSON",
     "ACCEPT_METADATA",
     "ACCEPT_METADATA_LIST",
+    "MAX_BODY_BYTES",
     "USER_AGENT",
     "Client",
     "JsonValue",
     "QueryParams",
+    "RequestMetrics",
     "list_params",
 ]
 
@@ -77,6 +85,11 @@ JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | flo
 ``dict``, arrays ``list``; narrow it with ``isinstance`` before indexing."""
 
 _ERROR_MESSAGE_CHARS: Final = 200
+_ERROR_SCAN_BYTES: Final = 64 * 1024
+MAX_BODY_BYTES: Final = 1024 * 1024 * 1024
+"""The default limit of a response body other than a watch stream (see Client)."""
+_CLOSE_WAIT: Final = 1.0
+"""Seconds a watch closed mid-stream waits for its connection to close."""
 
 
 class _ListMeta(msgspec.Struct):
@@ -89,11 +102,13 @@ class _ListBody(msgspec.Struct):
     apiVersion: str = ""
     kind: str = ""
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-    items: list[Any] | None = None
+    items: list[Any] | msgspec.UnsetType | None = msgspec.UNSET
 
 
 _LIST_DECODER: Final = msgspec.json.Decoder(_ListBody)
 _ANY_DECODER: Final = msgspec.json.Decoder()
+_DECODE_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+"""What decoding raises for bad JSON: msgspec's errors, and RecursionError for deep nesting."""
 _encode: Final = msgspec.json.encode
 
 
@@ -124,6 +139,16 @@ def list_params(options: ListOptions, *, watch: bool = False) -> dict[str, str]:
     if options.send_initial_events is not None:
         params["sendInitialEvents"] = "true" if options.send_initial_events else "false"
     return params
+
+
+class RequestMetrics(Protocol):
+    """Receives one observation per HTTP request a :class:`Client` sends (client-go's
+    ``tools/metrics`` hooks): the method, the answer's status code (``"<error>"``
+    when no answer came), the server's host and the seconds until the answer's
+    headers. Called on the Client's event loop: it must be quick and must not
+    raise. :meth:`kubereflector.metrics.Metrics.rest_client` makes one."""
+
+    def observe(self, method: str, code: str, host: str, seconds: float) -> None: ...
 
 
 class _Transport:
@@ -161,9 +186,15 @@ class Client:
     * **Errors.** A non-2xx answer raises :func:`~kubereflector.errors.error_from_status`'s
       class for its ``Status`` body (``ApiError`` with the HTTP reason and the
       start of the body if it has none), naming the URL; a 2xx answer that does
-      not decode raises :class:`~kubereflector.errors.DecodeError`. Network
-      failures raise aiohttp's exceptions (``aiohttp.ClientError``,
+      not decode, or an answer that is not valid HTTP, raises
+      :class:`~kubereflector.errors.DecodeError`. Network failures raise
+      aiohttp's connection errors (``aiohttp.ClientConnectionError``,
       ``asyncio.TimeoutError``) unchanged.
+    * **Secrets.** The credentials of every request (token, basic-auth
+      password, a plugin's token, the client key) are replaced by
+      ``<redacted>`` in everything a server sent that goes into an error: a
+      Status, an error page, an HTTP reason, a watch ERROR event, an
+      aiohttp message quoting the answer.
     * **Ownership.** Decoded bodies, list items and watch objects are fresh
       ``dict``/``list`` trees that belong to the caller.
 
@@ -174,6 +205,15 @@ class Client:
     watchdog catches silent ones. ``max_connections`` caps the pool (``0``: no
     cap; every open watch holds a connection, so a cap below the number of
     watches would stall requests).
+
+    **Size limits**, so that memory stays bounded whatever a server sends:
+    ``max_event_bytes`` bounds one watch event (a line of the stream; default
+    64 MiB, far above etcd's 1.5 MiB object limit; at least 4 KiB) and
+    ``max_body_bytes`` any other response body (default 1 GiB: a list served
+    whole from the watch cache holds every object of the resource, and a
+    150,000-pod cluster's is most of that). Past a limit the response counts
+    as broken: :class:`~kubereflector.errors.DecodeError` naming the URL and
+    the limit (a watch delivers every event before it first).
     """
 
     def __init__(
@@ -183,13 +223,19 @@ class Client:
         timeout: float | None = 60.0,
         connect_timeout: float | None = 10.0,
         max_connections: int = 0,
+        max_event_bytes: int = MAX_LINE_BYTES,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
+        if max_event_bytes < BATCH_BYTES or max_body_bytes <= 0:
+            raise ValueError(
+                f"max_event_bytes must be at least {BATCH_BYTES} and max_body_bytes positive "
+                f"(got {max_event_bytes} and {max_body_bytes})"
+            )
+        self._max_event_bytes = max_event_bytes
+        self._max_body_bytes = max_body_bytes
+        self._redactor = Redactor()
         self.config = config
-        base = URL(config.server)
-        if base.scheme not in ("http", "https") or not base.host:
-            raise ValueError(f"server must be an http(s) URL with a host, got {_safe(base)!r}")
-        if base.query_string or base.fragment:
-            raise ValueError(f"server must not have a query or fragment: {_safe(base)!r}")
+        base = URL(config.server)  # validated by ClientConfig: http(s), a host, no credentials
         self._prefix = str(base).rstrip("/")
         self._base = base
         self._proxy = _proxy_for(base, config.proxy_url)
@@ -204,6 +250,8 @@ class Client:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._discovery: Discovery | None = None
+        self.request_metrics: RequestMetrics | None = None
+        """Where each request is reported (``None``: nowhere); set it at any time."""
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -242,16 +290,32 @@ class Client:
             self._discovery = Discovery(self)
         return self._discovery
 
+    def resource(
+        self, resource: str | ResourceInfo, *, namespace: str | None = None
+    ) -> ResourceClient:
+        """A :class:`~kubereflector.client.ResourceClient` for ``resource`` (any
+        name discovery resolves, or a ResourceInfo) in ``namespace``: get, list,
+        watch, create, update, patch, apply, delete. Makes no request: the name is
+        resolved on its first call. Raises ``ValueError`` for an invalid namespace."""
+        from .resource import ResourceClient
+
+        return ResourceClient(self, resource, namespace)
+
     @property
     def server(self) -> str:
         """The API server's base URL, without credentials."""
         return _safe(self._base)
 
     def url(self, path: str, params: QueryParams | None = None) -> URL:
-        """The full URL for an absolute API ``path`` (``/api/v1/pods``) and query."""
-        if not path.startswith("/"):
-            raise ValueError(f"path must start with '/': {path!r}")
-        url = URL(self._prefix + path)
+        """The full URL for an absolute API ``path`` (``/api/v1/pods``) and query.
+
+        ``path`` is only ever a path: it is refused (``ValueError`` naming it)
+        when it carries a query or fragment (pass ``params``), an empty, ``.``
+        or ``..`` segment (also percent-encoded: the URL library would resolve
+        it), a percent-encoded ``/``, or whitespace and control characters, so
+        that no data built into a path can reach another resource.
+        """
+        url = URL(self._prefix + validate_api_path(path))
         if params:
             url = url.update_query({k: _query_value(v) for k, v in params.items()})
         return url
@@ -284,7 +348,7 @@ class Client:
             return None
         try:
             decoded: JsonValue = _ANY_DECODER.decode(data)
-        except msgspec.DecodeError as err:
+        except _DECODE_ERRORS as err:
             raise DecodeError(
                 f"could not decode the response ({len(data)} bytes): {err}", url=_safe(url)
             ) from err
@@ -353,25 +417,46 @@ class Client:
         Items that lack ``kind``/``apiVersion`` (the API server leaves them out
         in typed lists) get the list's, so listed and watched objects look
         alike. ``metadata_only`` asks for ``PartialObjectMetadataList``.
+
+        Only a real list is returned: a JSON object with ``items``, an array
+        of objects (``null`` counts as empty when the kind ends in ``List``, as
+        Go servers encode an empty slice), and a ``kind`` ending in ``List``
+        when it has one. A ``Status`` in a 2xx answer raises its
+        :func:`~kubereflector.errors.error_from_status` class (a Failure
+        without an error code as a 500); anything else raises
+        :class:`~kubereflector.errors.DecodeError` naming the URL. So a server
+        that answers 200 with a Failure never empties a cache.
         """
         url = self.url(path, list_params(options))
         data = await self._send(
             "GET", url, ACCEPT_METADATA_LIST if metadata_only else ACCEPT_JSON, None, ""
         )
+        redactor = self._redactor
         try:
             body = _LIST_DECODER.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as err:
-            raise DecodeError(
-                f"could not decode the list response ({len(data)} bytes): {err}", url=_safe(url)
-            ) from err
-        items = body.items if body.items is not None else []
-        if items and body.kind.endswith("List"):
-            item_kind = body.kind[:-4]
-            api_version = body.apiVersion
-            for item in items:
-                if type(item) is dict and "kind" not in item:
-                    item["kind"] = item_kind
-                    item.setdefault("apiVersion", api_version)
+        except _DECODE_ERRORS as err:
+            problem = f"could not decode the list response ({len(data)} bytes): {err}"
+            raise _not_a_list(data, url, problem, redactor) from err
+        kind = body.kind
+        items = body.items
+        if kind and not kind.endswith("List"):
+            problem = f"the list response is a {redactor.text(kind)[:64]!r}, not a list"
+            raise _not_a_list(data, url, problem, redactor)
+        if items is None and kind:
+            items = []
+        elif type(items) is not list:
+            raise _not_a_list(data, url, "the list response has no items array", redactor)
+        item_kind = kind[:-4]
+        api_version = body.apiVersion
+        for index, item in enumerate(items):
+            if type(item) is not dict:
+                raise DecodeError(
+                    f"item {index} of the list response is {type(item).__name__}, not an object",
+                    url=_safe(url),
+                )
+            if item_kind and "kind" not in item:
+                item["kind"] = item_kind
+                item.setdefault("apiVersion", api_version)
         meta = body.metadata
         return ListResult(items, meta.resourceVersion, meta.continue_, meta.remainingItemCount)
 
@@ -397,16 +482,38 @@ class Client:
         """Send an ordinary request; return the body of a 2xx answer, raise otherwise."""
         transport, resp = await self._open(method, url, accept, body, content_type, stream=False)
         try:
-            try:
-                data = await resp.read()
-            except aiohttp.ClientPayloadError as err:
-                raise DecodeError(f"truncated response body: {err}", url=_safe(url)) from err
+            data = await self._read_body(resp, url)
             if not 200 <= resp.status < 300:
-                raise _error_from_body(resp, data, url)
+                raise _error_from_body(resp, data, url, self._redactor)
             return data
         finally:
             resp.release()
             await self._release(transport)
+
+    async def _read_body(self, resp: aiohttp.ClientResponse, url: URL) -> bytes:
+        """The whole body, unless it is longer than ``max_body_bytes`` (DecodeError)."""
+        limit = self._max_body_bytes
+        too_long = DecodeError(
+            f"response body longer than the limit of {limit} bytes (max_body_bytes): "
+            "treating the response as broken",
+            url=_safe(url),
+        )
+        if (resp.content_length or 0) > limit:
+            raise too_long
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while chunk := await resp.content.readany():
+                size += len(chunk)
+                if size > limit:
+                    raise too_long
+                chunks.append(chunk)
+        except aiohttp.ClientPayloadError as err:  # its message may quote the server
+            message = f"truncated response body: {self._redactor.text(str(err))}"
+        else:
+            return b"".join(chunks)
+        # Raised outside the except block: nothing that saw the answer is chained to it.
+        raise DecodeError(message, url=_safe(url))
 
     async def _open(
         self,
@@ -425,8 +532,12 @@ class Client:
             headers["Content-Type"] = content_type
         for attempt in (0, 1):
             info = await auth.authorize()
+            self._redactor.learn(info)
             transport = await self._transport(info.client_cert)
             transport.active += 1
+            invalid: str | None = None
+            metrics = self.request_metrics
+            started = time.perf_counter() if metrics is not None else 0.0
             try:
                 resp = await transport.session.request(
                     method,
@@ -438,16 +549,33 @@ class Client:
                     allow_redirects=False,
                     timeout=self._stream_timeout if stream else self._timeout,
                 )
-            except BaseException:
+            except aiohttp.ClientResponseError as err:
+                # Not valid HTTP (a bad status line or header). aiohttp quotes the
+                # server's bytes in the message and our request headers in its repr:
+                # raised below, outside this block, so that nothing chains it.
+                invalid = " ".join(self._redactor.text(err.message).split())
+            except BaseException as err:
+                if metrics is not None and not isinstance(err, asyncio.CancelledError):
+                    metrics.observe(
+                        method, "<error>", url.host or "", time.perf_counter() - started
+                    )
                 await self._release(transport)
                 raise
+            if invalid is not None:
+                if metrics is not None:
+                    metrics.observe(
+                        method, "<error>", url.host or "", time.perf_counter() - started
+                    )
+                await self._release(transport)
+                raise DecodeError(f"the answer is not valid HTTP: {invalid}", url=_safe(url))
+            if metrics is not None:
+                metrics.observe(
+                    method, str(resp.status), url.host or "", time.perf_counter() - started
+                )
             if resp.status == 401 and attempt == 0:
                 logger.debug("401 from %s: refreshing credentials and retrying once", _safe(url))
-                try:
-                    await resp.read()
-                finally:
-                    resp.release()
-                    await self._release(transport)
+                resp.close()  # its body is not needed (and could be endless): drop it
+                await self._release(transport)
                 auth.invalidate()
                 continue
             return transport, resp
@@ -520,19 +648,30 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
         safe_url = _safe(url)
         try:
             if resp.status != 200:
-                raise _error_from_body(resp, await resp.read(), url)
+                body = await self._client._read_body(resp, url)
+                raise _error_from_body(resp, body, url, self._client._redactor)
         except BaseException:
             await self._finish()
             raise
         content = resp.content
 
+        redact = self._client._redactor.text
+
         async def read() -> bytes:
             try:
                 return await content.readany()
-            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as err:
+            except aiohttp.ClientConnectionError as err:
                 raise TruncatedStreamError(f"truncated watch stream: {err}", url=safe_url) from err
+            except aiohttp.ClientPayloadError as err:  # its message may quote the server
+                message = f"truncated watch stream: {redact(str(err))}"
+            raise TruncatedStreamError(message, url=safe_url)  # outside: nothing chained
 
-        self._events = decode_watch_stream(read, safe_url)
+        self._events = decode_watch_stream(
+            read,
+            safe_url,
+            max_line=self._client._max_event_bytes,
+            redact=self._client._redactor.value,
+        )
         return self._events
 
     async def __aexit__(
@@ -557,36 +696,69 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
                 if resp.content.at_eof():
                     resp.release()
                 else:
+                    closed = _closed_future(resp)
                     resp.close()  # mid-stream: the connection cannot be reused
+                    if closed is not None:
+                        # Let a TLS connection finish its shutdown before the loop may
+                        # end (else its socket is left unclosed); bounded, for dead peers.
+                        await asyncio.wait({closed}, timeout=_CLOSE_WAIT)
                 if transport is not None:
                     await self._client._release(transport)
+
+
+def _closed_future(resp: aiohttp.ClientResponse) -> asyncio.Future[None] | None:
+    """The future aiohttp resolves when ``resp``'s connection is lost, if it has one
+    (its exception, a shutdown the server cut short, is retrieved and dropped)."""
+    connection = resp.connection
+    closed = getattr(connection.protocol, "closed", None) if connection is not None else None
+    if not isinstance(closed, asyncio.Future):
+        return None
+    closed.add_done_callback(_drop_exception)
+    return closed
+
+
+def _drop_exception(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 # -- errors ---------------------------------------------------------------------
 
 
-def _error_from_body(resp: aiohttp.ClientResponse, body: bytes, url: URL) -> ApiError:
-    """The error for a non-2xx answer: its Status, else its HTTP status and text."""
+def _error_from_body(
+    resp: aiohttp.ClientResponse, body: bytes, url: URL, redactor: Redactor
+) -> ApiError:
+    """The error for a non-2xx answer: its Status, else its HTTP status and the start
+    of its text; the client's credentials redacted from all of it."""
     retry_after = _parse_retry_after(resp.headers.get("Retry-After"))
     status: Any = None
     if body:
         try:
             status = _ANY_DECODER.decode(body)
-        except msgspec.DecodeError:
+        except _DECODE_ERRORS:
             status = None
-    if not (
-        isinstance(status, dict)
-        and (status.get("kind") == "Status" or "code" in status or "reason" in status)
-    ):
-        text = body[: _ERROR_MESSAGE_CHARS * 4].decode("utf-8", "replace")
+    if not is_status(status):
+        # Redacted before it is cut short, so that no part of a credential survives.
+        text = redactor.text(body[:_ERROR_SCAN_BYTES].decode("utf-8", "replace"))
         status = {
             "code": resp.status,
             "reason": resp.reason or "",
-            "message": " ".join(text[:_ERROR_MESSAGE_CHARS].split()),
+            "message": " ".join(text.split())[:_ERROR_MESSAGE_CHARS],
         }
     return error_from_status(
-        status, http_status=resp.status, url=_safe(url), retry_after=retry_after
+        redactor.value(status), http_status=resp.status, url=_safe(url), retry_after=retry_after
     )
+
+
+def _not_a_list(data: bytes, url: URL, problem: str, redactor: Redactor) -> ApiError:
+    """The error for a 2xx list answer that is not a list: a Status' own error,
+    else a DecodeError saying ``problem``."""
+    status: Any = None
+    with contextlib.suppress(*_DECODE_ERRORS):
+        status = _ANY_DECODER.decode(data)
+    if isinstance(status, dict) and status.get("kind") == "Status":
+        return status_error(redactor.value(status), _safe(url))
+    return DecodeError(problem, url=_safe(url))
 
 
 def _parse_retry_after(value: str | None) -> float | None:
@@ -655,7 +827,7 @@ def _ssl_context(config: ClientConfig, client_cert: tuple[bytes, bytes] | None) 
             else:
                 context = ssl.create_default_context(cadata=ca)  # DER
         except (ssl.SSLError, ValueError) as err:
-            raise ValueError(f"the certificate-authority data cannot be loaded: {err}") from None
+            raise ConfigError(f"the certificate-authority data cannot be loaded: {err}") from None
     else:
         context = ssl.create_default_context()
     if client_cert is not None:
@@ -676,6 +848,6 @@ def _load_client_cert(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) 
             file.write(key_pem)
         context.load_cert_chain(path)
     except (ssl.SSLError, ValueError) as err:
-        raise ValueError(f"the client certificate and key cannot be loaded: {err}") from None
+        raise ConfigError(f"the client certificate and key cannot be loaded: {err}") from None
     finally:
         os.unlink(path)

@@ -24,6 +24,7 @@ from ..backoff import Clock
 from ..errors import failure_status
 from ..listwatch import INITIAL_EVENTS_END_ANNOTATION
 from ..selectors import FieldSelector, LabelSelector
+from ._apiserver_openapi import check_fields, openapi_response
 from ._apiserver_resources import (
     AGGREGATED_V2,
     EMULATED_VERSION,
@@ -43,12 +44,12 @@ from ._apiserver_store import (
     Event,
     Query,
     Record,
-    StatusError,
     Store,
-    bad_request,
+    WriteRequest,
     decode,
     event_line,
 )
+from ._apiserver_validation import StatusError, bad_request, validate_options
 
 log = logging.getLogger("kubereflector.testing.apiserver")
 
@@ -58,11 +59,15 @@ _HEALTH_PREFIXES: Final = ("/healthz/", "/livez/", "/readyz/")
 _JSON: Final = "application/json"
 _TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+_APPLY: Final = "application/apply-patch+yaml"
 _PATCH_TYPES: Final = {
     "application/json-patch+json": "json",
     "application/merge-patch+json": "merge",
     "application/strategic-merge-patch+json": "strategic",
+    _APPLY: "apply",
 }
+_YAML_TYPES: Final = ("application/yaml", "application/x-yaml", _APPLY)
+_MANAGER_MAX: Final = 128
 _FAULT_REASONS: Final = {
     400: ("BadRequest", "injected fault: bad request"),
     401: ("Unauthorized", "Unauthorized"),
@@ -666,6 +671,11 @@ class ApiHandler:
             response = web.Response(text="ok")
             response.headers["Content-Type"] = "text/plain; charset=utf-8"
             return response
+        if head == "openapi" and method == "GET":
+            document, content_type = openapi_response(
+                self.store.resources(), segments, request.headers.get("Accept", "")
+            )
+            return json_response(document, content_type=content_type)
         if head == "version" and len(segments) == 1:
             return json_response(ENCODER.encode(EMULATED_VERSION))
         resources = self.store.resources()
@@ -730,8 +740,6 @@ class ApiHandler:
         if subresource is not None and subresource not in info.subresources:
             raise _not_found_path()
         params = request.query
-        if params.get("dryRun"):
-            raise bad_request("dryRun is not supported by the kubereflector emulator")
         if params.get("watch"):
             watch = _parse_bool("watch", params["watch"]) or watch
         accept = request.headers.get("Accept", "")
@@ -744,9 +752,11 @@ class ApiHandler:
                 if info.namespaced and namespace is None:
                     raise _method_not_allowed(method, info.group_resource)
                 self._allow(info, "create", method)
+                writer = _writer(request, "CreateOptions")
                 body = await self._body(request)
-                record = self.store.create(bucket, body, namespace)
-                return json_response(record.full(), 201)
+                warnings = check_fields(info, body, params.get("fieldValidation", ""))
+                record = self.store.create(bucket, body, namespace, request=writer)
+                return _warn(json_response(record.full(), 201), warnings)
             if method == "DELETE":
                 self._allow(info, "deletecollection", method)
                 return await self._delete_collection(request, bucket, namespace, params)
@@ -759,11 +769,13 @@ class ApiHandler:
             return self._one(record, accept, info)
         if method == "PUT":
             self._allow(info, "update", method)
+            writer = _writer(request, "UpdateOptions")
             body = await self._body(request)
+            warnings = check_fields(info, body, params.get("fieldValidation", ""))
             record = self.store.update(
-                bucket, namespace, name, body, subresource=_status_only(subresource)
+                bucket, namespace, name, body, subresource=subresource, request=writer
             )
-            return json_response(record.full())
+            return _warn(json_response(record.full()), warnings)
         if method == "PATCH":
             self._allow(info, "patch", method)
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -777,16 +789,38 @@ class ApiHandler:
                         f"types include: {', '.join(_PATCH_TYPES)}",
                     )
                 )
-            patch = await self._body(request, raw_json=True)
+            force = _parse_bool("force", params["force"]) if "force" in params else None
+            writer = _writer(request, "PatchOptions", apply=patch_type == "apply", force=force)
+            patch = await self._body(request, raw_json=patch_type != "apply")
+            warnings = []
+            if patch_type != "json":  # merge, strategic and apply bodies have the object's shape
+                warnings = check_fields(info, patch, params.get("fieldValidation", ""))
+            if patch_type == "apply":
+                existed = self.store.exists(bucket, namespace, name)
+                record = self.store.apply(
+                    bucket,
+                    namespace,
+                    name,
+                    patch,
+                    request=writer,
+                    force=bool(force),
+                    subresource=subresource,
+                )
+                return _warn(json_response(record.full(), 200 if existed else 201), warnings)
             record = self.store.patch(
-                bucket, namespace, name, patch_type, patch, subresource=_status_only(subresource)
+                bucket, namespace, name, patch_type, patch, subresource=subresource, request=writer
             )
-            return json_response(record.full())
+            return _warn(json_response(record.full()), warnings)
         if method == "DELETE" and subresource is None:
             self._allow(info, "delete", method)
-            options = await self._body(request, optional=True)
-            preconditions = options.get("preconditions") if isinstance(options, dict) else None
-            record, gone = self.store.delete(bucket, namespace, name, preconditions)
+            options = await self._delete_options(request)
+            record, gone = self.store.delete(
+                bucket,
+                namespace,
+                name,
+                options.get("preconditions"),
+                dry_run=bool(options.get("dryRun")),
+            )
             if not gone or info.return_deleted_object:
                 return json_response(record.full())
             details: dict[str, Any] = {"name": name}
@@ -804,6 +838,23 @@ class ApiHandler:
             return json_response(ENCODER.encode(status))
         raise _method_not_allowed(method, info.group_resource)
 
+    async def _delete_options(self, request: web.BaseRequest) -> dict[str, Any]:
+        """The request's ``DeleteOptions`` (body and query), checked."""
+        options = await self._body(request, optional=True)
+        if not isinstance(options, dict):
+            raise bad_request("the body of a delete is a DeleteOptions object")
+        params = request.query
+        dry_run = options.get("dryRun") or params.getall("dryRun", [])
+        if not isinstance(dry_run, list) or not all(isinstance(v, str) for v in dry_run):
+            raise bad_request("dryRun is a list of strings")
+        options["dryRun"] = dry_run
+        policy = options.get("propagationPolicy", params.get("propagationPolicy"))
+        validate_options("DeleteOptions", dry_run=dry_run, propagation_policy=policy)
+        preconditions = options.get("preconditions")
+        if preconditions is not None and not isinstance(preconditions, dict):
+            raise bad_request("preconditions must be an object")
+        return options
+
     @staticmethod
     def _allow(info: ResourceInfo, verb: str, method: str) -> None:
         if verb not in info.verbs:
@@ -820,11 +871,19 @@ class ApiHandler:
             raise bad_request("the request body is empty")
         content_type = request.headers.get("Content-Type", _JSON).split(";")[0].strip().lower()
         try:
-            if content_type in ("application/yaml", "application/x-yaml") and not raw_json:
+            if content_type in _YAML_TYPES and not raw_json:
                 return yaml.safe_load(data)
             if content_type == "application/vnd.kubernetes.protobuf":
                 raise StatusError(
-                    failure_status(415, "UnsupportedMediaType", "the emulator only speaks JSON")
+                    failure_status(
+                        415,
+                        "UnsupportedMediaType",
+                        "the kubereflector emulator accepts JSON and YAML bodies, not protobuf "
+                        "(which kubectl's generators such as 'kubectl create configmap' send): "
+                        "write the object to a file and use 'kubectl create -f' or "
+                        "'kubectl apply -f' (e.g. 'kubectl create configmap x "
+                        "--from-literal=k=v --dry-run=client -o yaml | kubectl apply -f -')",
+                    )
                 )
             return decode(data)
         except (msgspec.DecodeError, yaml.YAMLError) as exc:
@@ -900,12 +959,15 @@ class ApiHandler:
         params: Mapping[str, str],
     ) -> web.Response:
         query = parse_query(params, watch=False)
-        options = await self._body(request, optional=True)
-        preconditions = options.get("preconditions") if isinstance(options, dict) else None
+        options = await self._delete_options(request)
         deleted = []
         for record in self.store.matching(bucket, namespace, query):
             final, _ = self.store.delete(
-                bucket, record.namespace or None, record.name, preconditions
+                bucket,
+                record.namespace or None,
+                record.name,
+                options.get("preconditions"),
+                dry_run=bool(options["dryRun"]),
             )
             deleted.append(final)
         info = bucket.info
@@ -987,13 +1049,32 @@ class ApiHandler:
         return response
 
 
+def _writer(
+    request: web.BaseRequest, kind: str, *, apply: bool = False, force: bool | None = None
+) -> WriteRequest:
+    """The field manager and dry-run of a write (``kind``: its options' kind), checked:
+    ``fieldManager``, else the first word of the ``User-Agent`` (as kube does)."""
+    params = request.query
+    dry_run = params.getall("dryRun", [])
+    manager = params.get("fieldManager")
+    validate_options(kind, dry_run=dry_run, field_manager=manager, apply=apply, force=force)
+    if not manager:
+        agent = request.headers.get("User-Agent", "")
+        manager = agent.split("/", 1)[0][:_MANAGER_MAX] or "unknown"
+    return WriteRequest(manager, dry_run=bool(dry_run))
+
+
+def _warn(response: web.Response, warnings: list[str]) -> web.Response:
+    """Add kube's ``Warning: 299 - "..."`` headers (kubectl prints them)."""
+    for text in warnings:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.add("Warning", f'299 - "{escaped}"')
+    return response
+
+
 def _list_head(info: ResourceInfo) -> bytes:
     kind, api_version = info.list_kind, info.api_version
     return f'{{"kind":"{kind}","apiVersion":"{api_version}","metadata":'.encode()
-
-
-def _status_only(subresource: str | None) -> str | None:
-    return "status" if subresource == "status" else None
 
 
 def _not_acceptable() -> StatusError:

@@ -130,7 +130,15 @@ def json_patch(doc: Any, operations: Any) -> Any:
         elif kind == "copy":
             add(path, copy.deepcopy(_walk(doc, _pointer(str(op.get("from", ""))))))
         elif kind == "test":
-            if _walk(doc, path) != op.get("value"):
+            try:
+                current = _walk(doc, path)
+            except PatchFailed:
+                # kube-apiserver's json-patch: a missing path tests equal to null
+                # (kube-rs's finalizer() relies on it to add the first finalizer).
+                if op.get("value") is not None:
+                    raise
+                current = None
+            if current != op.get("value"):
                 raise PatchFailed(f"test operation failed at {op['path']!r}")
         else:
             raise PatchFailed(f"unknown operation {kind!r}")

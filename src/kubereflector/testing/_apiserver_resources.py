@@ -11,6 +11,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Final
 
+from ._apiserver_fields import (
+    DEFAULT_SCHEMA,
+    DEPLOYMENT_SCHEMA,
+    EVENT_SCHEMA,
+    NAMESPACE_SCHEMA,
+    POD_SCHEMA,
+    SERVICE_SCHEMA,
+    Schema,
+)
+from ._apiserver_printers import custom_cells, custom_columns
+
 DEFAULT_VERBS: Final = (
     "create",
     "delete",
@@ -33,11 +44,28 @@ _POD_FIELDS: Final = _META_FIELDS | {
     "status.podIP",
     "status.nominatedNodeName",
 }
+_EVENT_FIELDS: Final = _META_FIELDS | {
+    "reason",
+    "type",
+    "reportingController",
+    "regarding.apiVersion",
+    "regarding.kind",
+    "regarding.name",
+    "regarding.namespace",
+    "regarding.uid",
+    "regarding.resourceVersion",
+    "regarding.fieldPath",
+}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ResourceInfo:
-    """One served resource (a built-in or a registered stand-in for a CRD)."""
+    """One served resource (a built-in or a registered stand-in for a CRD).
+
+    ``generation``: whether objects carry ``metadata.generation`` (custom
+    resources and workloads do; ConfigMaps, Secrets, Events, ... do not).
+    ``schema``: its granular lists, for field management (server-side apply).
+    """
 
     group: str
     version: str
@@ -52,6 +80,12 @@ class ResourceInfo:
     subresources: tuple[str, ...] = ()
     field_selectors: frozenset[str] = _META_FIELDS
     return_deleted_object: bool = False
+    generation: bool = True
+    schema: Schema = DEFAULT_SCHEMA
+    # A CRD's openAPIV3Schema (served in the OpenAPI documents; None: schemaless).
+    openapi_schema: Mapping[str, Any] | None = None
+    # A CRD's additionalPrinterColumns (the Table kubectl prints).
+    printer_columns: tuple[Mapping[str, Any], ...] = ()
     # Derived in __post_init__.
     api_version: str = field(init=False)
     group_resource: str = field(init=False)
@@ -88,6 +122,8 @@ BUILTIN_RESOURCES: Final = (
         subresources=("status", "finalize"),
         field_selectors=_META_FIELDS | {"status.phase"},
         return_deleted_object=True,
+        generation=False,
+        schema=NAMESPACE_SCHEMA,
     ),
     ResourceInfo(
         "",
@@ -100,10 +136,19 @@ BUILTIN_RESOURCES: Final = (
         subresources=("status",),
         field_selectors=_POD_FIELDS,
         return_deleted_object=True,
+        schema=POD_SCHEMA,
     ),
-    ResourceInfo("", "v1", "configmaps", "ConfigMap", short_names=("cm",), builtin=True),
     ResourceInfo(
-        "", "v1", "secrets", "Secret", builtin=True, field_selectors=_META_FIELDS | {"type"}
+        "", "v1", "configmaps", "ConfigMap", short_names=("cm",), builtin=True, generation=False
+    ),
+    ResourceInfo(
+        "",
+        "v1",
+        "secrets",
+        "Secret",
+        builtin=True,
+        field_selectors=_META_FIELDS | {"type"},
+        generation=False,
     ),
     ResourceInfo(
         "",
@@ -115,6 +160,8 @@ BUILTIN_RESOURCES: Final = (
         builtin=True,
         subresources=("status",),
         return_deleted_object=True,
+        generation=False,
+        schema=SERVICE_SCHEMA,
     ),
     ResourceInfo(
         "apps",
@@ -125,7 +172,20 @@ BUILTIN_RESOURCES: Final = (
         categories=("all",),
         builtin=True,
         subresources=("status",),
+        schema=DEPLOYMENT_SCHEMA,
     ),
+    ResourceInfo(
+        "events.k8s.io",
+        "v1",
+        "events",
+        "Event",
+        short_names=("ev",),
+        builtin=True,
+        field_selectors=_EVENT_FIELDS,
+        generation=False,
+        schema=EVENT_SCHEMA,
+    ),
+    ResourceInfo("coordination.k8s.io", "v1", "leases", "Lease", builtin=True, generation=False),
 )
 
 EMULATED_VERSION: Final = {
@@ -348,9 +408,30 @@ def _pod_cells(obj: Mapping[str, Any]) -> list[Any]:
     restarts = sum(int(c.get("restartCount") or 0) for c in statuses if isinstance(c, Mapping))
     total = len(spec.get("containers") or [])
     phase = status.get("reason") or status.get("phase") or "Pending"
+    for c in statuses:  # kubectl shows a waiting or failed container's reason
+        state = c.get("state") if isinstance(c, Mapping) else None
+        if not isinstance(state, Mapping):
+            continue
+        waiting = state.get("waiting") or {}
+        terminated = state.get("terminated") or {}
+        reason = waiting.get("reason") or terminated.get("reason")
+        if reason and reason not in ("ContainerCreating", "PodInitializing", "Completed"):
+            phase = reason
     if (obj.get("metadata") or {}).get("deletionTimestamp"):
         phase = "Terminating"
     return [f"{ready}/{total}", phase, restarts]
+
+
+def _pod_wide_cells(obj: Mapping[str, Any]) -> list[Any]:
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    gates = spec.get("readinessGates") or []
+    return [
+        status.get("podIP") or "<none>",
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        f"{len(gates)}" if gates else "<none>",
+    ]
 
 
 def table_columns(info: ResourceInfo) -> list[dict[str, Any]]:
@@ -367,9 +448,16 @@ def table_columns(info: ResourceInfo) -> list[dict[str, Any]]:
                 "type": "integer",
             },
             _AGE_COLUMN,
+            {**_column("IP", "IP address allocated to the pod."), "priority": 1},
+            {**_column("Node", "Name of the node the pod runs on."), "priority": 1},
+            {**_column("Nominated Node", "Node the scheduler nominated."), "priority": 1},
+            {**_column("Readiness Gates", "The pod's readiness gates."), "priority": 1},
         ]
     if info.plural == "namespaces" and info.builtin:
         return [_NAME_COLUMN, _column("Status", "The status of the namespace"), _AGE_COLUMN]
+    custom = custom_columns(info)
+    if custom is not None:
+        return [_NAME_COLUMN, *custom]
     return [_NAME_COLUMN, _AGE_COLUMN]
 
 
@@ -378,12 +466,13 @@ def table_row(
 ) -> dict[str, Any]:
     name = (obj.get("metadata") or {}).get("name", "")
     if info.plural == "pods" and info.builtin:
-        cells = [name, *_pod_cells(obj), _age(obj, now)]
+        cells = [name, *_pod_cells(obj), _age(obj, now), *_pod_wide_cells(obj)]
     elif info.plural == "namespaces" and info.builtin:
         phase = (obj.get("status") or {}).get("phase") or "Active"
         cells = [name, phase, _age(obj, now)]
     else:
-        cells = [name, _age(obj, now)]
+        custom = custom_cells(info, obj, _age(obj, now), now)
+        cells = [name, *custom] if custom is not None else [name, _age(obj, now)]
     row: dict[str, Any] = {"cells": cells}
     if row_object is not None:
         row["object"] = row_object

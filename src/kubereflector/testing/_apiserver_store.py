@@ -16,9 +16,8 @@ import binascii
 import bisect
 import collections
 import random
-import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -26,9 +25,18 @@ import msgspec
 
 from ..backoff import Clock
 from ..errors import failure_status
-from ..selectors import FieldSelector, LabelSelector, _label_key_error, _label_value_error
+from ..selectors import FieldSelector, LabelSelector
+from ._apiserver_fields import ApplyConflict, FieldManagers
 from ._apiserver_patch import PatchFailed, json_patch, merge_patch, strategic_merge_patch
 from ._apiserver_resources import BUILTIN_RESOURCES, ResourceInfo, timestamp
+from ._apiserver_validation import (
+    FieldError,
+    StatusError,
+    bad_request,
+    invalid,
+    validate_object,
+    validate_update,
+)
 
 ENCODER: Final = msgspec.json.Encoder()
 decode: Final = msgspec.json.decode
@@ -44,10 +52,6 @@ _SERVER_FIELDS: Final = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
 )
-_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS1123_SUBDOMAIN: Final = re.compile(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z"
-)
 _GENERATE_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 _CONTINUE_EXPIRED: Final = (
     "The provided continue parameter is too old to display a consistent list result. "
@@ -60,14 +64,6 @@ _CONTINUE_EXPIRED: Final = (
 
 
 # -- Status objects ---------------------------------------------------------------------------
-
-
-class StatusError(Exception):
-    """A request failed with the Kubernetes ``Status`` object ``status``."""
-
-    def __init__(self, status: dict[str, Any]) -> None:
-        self.status = status
-        super().__init__(f"{status.get('code')} {status.get('reason')}: {status.get('message')}")
 
 
 def _details(info: ResourceInfo, name: str) -> dict[str, Any]:
@@ -84,10 +80,6 @@ def not_found(info: ResourceInfo, name: str) -> StatusError:
             404, "NotFound", f'{info.group_resource} "{name}" not found', _details(info, name)
         )
     )
-
-
-def bad_request(message: str) -> StatusError:
-    return StatusError(failure_status(400, "BadRequest", message))
 
 
 def conflict(info: ResourceInfo, name: str, why: str) -> StatusError:
@@ -119,47 +111,6 @@ def too_large(requested: int, current: int) -> dict[str, Any]:
             ],
             "retryAfterSeconds": 1,
         },
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class FieldError:
-    """One entry of a 422 Invalid (``field.Error``)."""
-
-    field: str
-    type: str  # "Forbidden" | "Required" | "Invalid" | "NotSupported"
-    detail: str
-    value: Any = None
-
-    def text(self) -> str:
-        if self.type == "Forbidden":
-            return f"Forbidden: {self.detail}"
-        if self.type == "Required":
-            return f"Required value: {self.detail}"
-        if self.type == "NotSupported":
-            return f'Unsupported value: "{self.value}": supported values: {self.detail}'
-        return f"Invalid value: {ENCODER.encode(self.value).decode()}: {self.detail}"
-
-    def cause(self) -> dict[str, Any]:
-        reason = {
-            "Forbidden": "FieldValueForbidden",
-            "Required": "FieldValueRequired",
-            "NotSupported": "FieldValueNotSupported",
-        }.get(self.type, "FieldValueInvalid")
-        return {"reason": reason, "message": self.text(), "field": self.field}
-
-
-def invalid(kind: str, name: str, errors: list[FieldError], group: str = "") -> StatusError:
-    texts = [f"{e.field}: {e.text()}" for e in errors]
-    joined = texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]"
-    subject = f"{kind}.{group}" if group else kind
-    details: dict[str, Any] = {"name": name}
-    if group:
-        details["group"] = group
-    details["kind"] = kind
-    details["causes"] = [e.cause() for e in errors]
-    return StatusError(
-        failure_status(422, "Invalid", f'{subject} "{name}" is invalid: {joined}', details)
     )
 
 
@@ -452,6 +403,14 @@ class WatchPlan:
     error: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    """A write over the API: its field manager, and whether it is a dry run."""
+
+    manager: str
+    dry_run: bool = False
+
+
 # -- the store --------------------------------------------------------------------------------
 
 
@@ -469,6 +428,11 @@ class Store:
         self.rv = 0
         self.buckets: dict[str, Bucket] = {}
         self.by_gvr: dict[tuple[str, str, str], Bucket] = {}
+        # Hooks of resources with server-side behaviour (testing/_apiserver_crd.py):
+        # ``admission[group_resource](obj)`` may amend or refuse (raise StatusError) an
+        # object about to be stored; every observer sees each stored change.
+        self.admission: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self.observers: list[Callable[[Bucket, str, Record], None]] = []
         for info in BUILTIN_RESOURCES:
             self.register(info)
         namespaces = self.buckets["namespaces"]
@@ -486,6 +450,17 @@ class Store:
         self.buckets[info.group_resource] = bucket
         self.by_gvr[(info.group, info.version, info.plural)] = bucket
         return bucket
+
+    def unregister(self, group_resource: str) -> None:
+        """Stop serving a resource: its objects are deleted (watchers see it) and its
+        watches end, as when kube-apiserver removes a CRD."""
+        bucket = self.buckets[group_resource]
+        for record in list(bucket.objects.values()):
+            self._remove(bucket, record)
+        for watcher in list(bucket.watchers):
+            watcher.end(discard=False)
+        del self.buckets[group_resource]
+        del self.by_gvr[(bucket.info.group, bucket.info.version, bucket.info.plural)]
 
     def resources(self) -> list[ResourceInfo]:
         return [b.info for b in self.buckets.values()]
@@ -511,6 +486,10 @@ class Store:
         if record is None or (bucket.info.namespaced and not namespace):
             raise not_found(bucket.info, name)
         return record
+
+    def exists(self, bucket: Bucket, namespace: str | None, name: str) -> bool:
+        key = f"{namespace}/{name}" if bucket.info.namespaced else name
+        return key in bucket.objects
 
     def iter_namespace(self, bucket: Bucket, namespace: str | None) -> Iterator[Record]:
         keys = bucket.sorted_keys()
@@ -641,62 +620,55 @@ class Store:
         self.prune(bucket)
         for watcher in list(bucket.watchers):
             watcher.offer(event)
+        for observer in self.observers:
+            observer(bucket, event_type, record)
 
-    def _body(self, info: ResourceInfo, obj: Any) -> dict[str, Any]:
-        """A request body as a fresh top-level dict with its own metadata dict."""
+    def _body(self, info: ResourceInfo, obj: Any, *, strict: bool) -> dict[str, Any]:
+        """A request body as a fresh top-level dict with its own metadata dict, after
+        kube's checks of its ``apiVersion`` and ``kind`` (custom resources must name
+        both when ``strict``, as over HTTP)."""
         if not isinstance(obj, dict):
             raise bad_request(f"the body of the request is not a {info.kind} object")
         api_version = obj.get("apiVersion")
+        kind = obj.get("kind")
+        if strict and not info.builtin and not (kind and api_version):
+            missing = "Kind" if not kind else "apiVersion"
+            raise bad_request(  # kube quotes the body here too; objects stay out of messages
+                f"the object provided is unrecognized (must be of type {info.kind}): "
+                f"Object '{missing}' is missing in the request body"
+            )
         if api_version and api_version != info.api_version:
             raise bad_request(
                 f"the API version in the data ({api_version}) does not match the expected "
                 f"API version ({info.api_version})"
-            )
-        kind = obj.get("kind")
-        if kind and kind != info.kind:
-            raise bad_request(
-                f"the kind in the data ({kind}) does not match the expected kind ({info.kind})"
             )
         meta = obj.get("metadata")
         if meta is None:
             meta = {}
         if not isinstance(meta, dict):
             raise bad_request("metadata must be an object")
+        if kind and kind != info.kind:
+            if info.builtin:  # the decoder cannot convert it
+                raise bad_request(
+                    f'{kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+                    f"the kind in the data ({kind}) does not match the expected kind ({info.kind})"
+                )
+            raise invalid(
+                str(kind),
+                str(meta.get("name") or ""),
+                [FieldError("kind", "Invalid", f"must be {info.kind}", kind)],
+                info.group,
+            )
         body: dict[str, Any] = {"kind": info.kind, "apiVersion": info.api_version}
         body.update((k, v) for k, v in obj.items() if k not in ("kind", "apiVersion"))
         body["metadata"] = dict(meta)
         return body
 
-    def _validate(self, info: ResourceInfo, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        name = meta.get("name") or ""
-        errors: list[FieldError] = []
-        pattern = _DNS1123_LABEL if info.plural == "namespaces" and info.builtin else None
-        limit = 63 if pattern is not None else 253
-        pattern = pattern or _DNS1123_SUBDOMAIN
-        if len(name) > limit or not pattern.match(name):
-            errors.append(
-                FieldError(
-                    "metadata.name",
-                    "Invalid",
-                    f"a lowercase RFC 1123 {'label' if limit == 63 else 'subdomain'} must "
-                    "consist of lower case alphanumeric characters, '-' or '.', and must "
-                    f"start and end with an alphanumeric character (at most {limit} characters)",
-                    name,
-                )
-            )
-        labels = meta.get("labels")
-        if labels is not None and not isinstance(labels, dict):
-            errors.append(FieldError("metadata.labels", "Invalid", "must be a map", labels))
-        for key, value in (labels or {}).items():
-            problem = _label_key_error(key) if isinstance(key, str) else "keys are strings"
-            if problem:
-                errors.append(FieldError("metadata.labels", "Invalid", problem, key))
-            elif not isinstance(value, str) or _label_value_error(value):
-                why = _label_value_error(value) if isinstance(value, str) else "must be a string"
-                errors.append(FieldError(f"metadata.labels[{key}]", "Invalid", str(why), value))
-        if errors:
-            raise invalid(info.kind, name, errors, info.group)
+    def _admit(self, info: ResourceInfo, obj: dict[str, Any]) -> None:
+        """Run the resource's admission hook (if any) on a validated object."""
+        admit = self.admission.get(info.group_resource)
+        if admit is not None:
+            admit(obj)
 
     def _check_namespace(
         self, info: ResourceInfo, meta: dict[str, Any], namespace: str | None
@@ -721,12 +693,33 @@ class Store:
         obj: Any,
         namespace: str | None,
         *,
-        strict: bool = True,
+        request: WriteRequest | None = None,
     ) -> Record:
-        """POST: a new object. ``strict=False`` (the Python API) drops server-set fields
-        instead of refusing a ``resourceVersion``."""
+        """POST: a new object, written by ``request`` (``None``: the Python data API,
+        which drops server-set fields instead of refusing a ``resourceVersion``, keeps
+        ``status`` and records no field manager)."""
         info = bucket.info
-        body = self._body(info, obj)
+        body = self._new_object(bucket, obj, namespace, strict=request is not None)
+        if request is not None:
+            managers = FieldManagers.decode(body["metadata"].get("managedFields"))
+            managers.update(
+                _EMPTY,
+                body,
+                manager=request.manager,
+                api_version=info.api_version,
+                subresource="",
+                now=body["metadata"]["creationTimestamp"],
+                schema=info.schema,
+            )
+            _set_managed(body["metadata"], managers)
+        return self._insert(bucket, body, dry_run=request is not None and request.dry_run)
+
+    def _new_object(
+        self, bucket: Bucket, obj: Any, namespace: str | None, *, strict: bool
+    ) -> dict[str, Any]:
+        """A create's object, checked and stamped (not stored)."""
+        info = bucket.info
+        body = self._body(info, obj, strict=strict)
         meta = body["metadata"]
         if meta.get("resourceVersion") and strict:
             raise StatusError(
@@ -750,7 +743,10 @@ class Store:
                 )
             suffix = "".join(random.choice(_GENERATE_ALPHABET) for _ in range(5))
             meta["name"] = f"{generate}{suffix}"
-        self._validate(info, body)
+        if strict and info.has_status:
+            body.pop("status", None)  # kube's strategies reset status on create
+        validate_object(info, body)
+        self._admit(info, body)
         name = meta["name"]
         if info.namespaced:
             ns = meta["namespace"]
@@ -775,12 +771,21 @@ class Store:
                     _details(info, name),
                 )
             )
-        self.rv += 1
         meta["uid"] = str(uuid.uuid4())
-        meta["resourceVersion"] = str(self.rv)
-        meta["generation"] = 1
+        if info.generation:
+            meta["generation"] = 1
         meta["creationTimestamp"] = timestamp()
+        return body
+
+    def _insert(self, bucket: Bucket, body: dict[str, Any], *, dry_run: bool) -> Record:
+        """Default and store a new object (a dry run: only answer it, without a
+        resourceVersion, as kube does)."""
+        info = bucket.info
         _apply_defaults(info, body)
+        if dry_run:
+            return Record(body, info.typemeta_prefix)
+        self.rv += 1
+        body["metadata"]["resourceVersion"] = str(self.rv)
         record = Record(body, info.typemeta_prefix)
         bucket.put(record)
         self._emit(bucket, "ADDED", record, None)
@@ -794,13 +799,46 @@ class Store:
         obj: Any,
         *,
         subresource: str | None = None,
-        keep_status: bool = True,
+        request: WriteRequest | None = None,
     ) -> Record:
-        """PUT. ``keep_status``: the main resource cannot change ``status`` (kube's
-        strategies for resources with a status subresource); the Python API passes False."""
+        """PUT (of the object or its ``status`` subresource) by ``request``. The main
+        resource cannot change ``status`` of a resource with a status subresource
+        (kube's strategies), nor the status subresource anything but ``status``;
+        ``request=None`` (the Python data API) writes everything given, managedFields
+        as given."""
         info = bucket.info
         existing = self.get(bucket, namespace, name)
-        body = self._body(info, obj)
+        body = self._body(info, obj, strict=request is not None)
+        new = self._replacement(info, existing, body, name, subresource, request is not None)
+        managers = None
+        if request is not None:
+            managers = self._managers_for(existing, body, subresource)
+            managers.update(
+                existing.obj,
+                new,
+                manager=request.manager,
+                api_version=info.api_version,
+                subresource=subresource or "",
+                now=timestamp(),
+                schema=info.schema,
+            )
+        return self._write(
+            bucket, existing, new, managers, dry_run=request is not None and request.dry_run
+        )
+
+    def _replacement(
+        self,
+        info: ResourceInfo,
+        existing: Record,
+        body: dict[str, Any],
+        name: str,
+        subresource: str | None,
+        keep_status: bool,
+    ) -> dict[str, Any]:
+        """What an update of ``existing`` with ``body`` stores (not yet validated):
+        server-set fields kept, ``status`` or everything else kept as the
+        subresource rules say, ``generation`` bumped on spec changes. Raises 400 for a
+        name or namespace that does not match, 409 for a stale resourceVersion."""
         meta = body["metadata"]
         given_name = meta.get("name")
         if given_name and given_name != name:
@@ -826,32 +864,64 @@ class Store:
                 new["status"] = body["status"]
             else:
                 new.pop("status", None)
-        else:
-            new = body
-            for key in (
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-            ):
-                if key in old_meta:
-                    meta[key] = old_meta[key]
-                else:
-                    meta.pop(key, None)
-            meta["generation"] = old_meta.get("generation", 1)
-            if keep_status and info.has_status:
-                if "status" in old:
-                    new["status"] = old["status"]
-                else:
-                    new.pop("status", None)
-            if _spec_of(new) != _spec_of(old):
-                meta["generation"] = int(meta["generation"]) + 1
-            self._validate(info, new)
-        new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
-        if new == old:
+            return new
+        new = body
+        for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            if key in old_meta:
+                meta[key] = old_meta[key]
+            else:
+                meta.pop(key, None)
+        if keep_status and info.has_status:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        meta.pop("generation", None)
+        if info.generation:
+            generation = int(old_meta.get("generation", 1))
+            meta["generation"] = generation + 1 if _spec_of(new) != _spec_of(old) else generation
+        return new
+
+    @staticmethod
+    def _managers_for(
+        existing: Record, body: Mapping[str, Any], subresource: str | None
+    ) -> FieldManagers:
+        """The managers an update starts from: those the body carries, if it carries
+        any (kube lets a client rewrite managedFields), else the stored ones."""
+        given = body["metadata"].get("managedFields")
+        if subresource or not given:
+            given = existing.obj["metadata"].get("managedFields")
+        return FieldManagers.decode(given)
+
+    def _write(
+        self,
+        bucket: Bucket,
+        existing: Record,
+        new: dict[str, Any],
+        managers: FieldManagers | None,
+        *,
+        dry_run: bool,
+    ) -> Record:
+        """Validate and store the update of ``existing`` to ``new``: nothing for a no-op
+        (managedFields timestamps aside), the deletion for an object being deleted
+        whose last finalizer goes."""
+        info = bucket.info
+        old = existing.obj
+        if managers is not None:
+            _set_managed(new["metadata"], managers)
+        validate_update(info, old, new)
+        self._admit(info, new)
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if _same(new, old):
             return existing  # a no-op update writes nothing, as in kube
-        if old_meta.get("deletionTimestamp") and not new["metadata"].get("finalizers"):
-            return self._remove(bucket, existing, final=new)
+        if old["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            # kube deletes instead of writing: watchers see the stored state DELETED, the
+            # writer gets its object (at the resourceVersion it read).
+            if not dry_run:
+                self._remove(bucket, existing)
+            return Record(new, info.typemeta_prefix)
+        if dry_run:
+            return Record(new, info.typemeta_prefix)
         self.rv += 1
         new["metadata"]["resourceVersion"] = str(self.rv)
         record = Record(new, info.typemeta_prefix)
@@ -868,9 +938,10 @@ class Store:
         patch: Any,
         *,
         subresource: str | None = None,
-        keep_status: bool = True,
+        request: WriteRequest | None = None,
     ) -> Record:
-        """PATCH with ``patch_type`` ``"json"``, ``"merge"`` or ``"strategic"``."""
+        """PATCH with ``patch_type`` ``"json"``, ``"merge"`` or ``"strategic"``: the
+        patched object is written as :meth:`update` writes it."""
         existing = self.get(bucket, namespace, name)
         doc = decode(existing.full())
         try:
@@ -889,8 +960,74 @@ class Store:
         if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
             raise StatusError(failure_status(422, "Invalid", "the patched object has no metadata"))
         return self.update(
-            bucket, namespace, name, patched, subresource=subresource, keep_status=keep_status
+            bucket, namespace, name, patched, subresource=subresource, request=request
         )
+
+    def apply(
+        self,
+        bucket: Bucket,
+        namespace: str | None,
+        name: str,
+        config: Any,
+        *,
+        request: WriteRequest,
+        force: bool,
+        subresource: str | None = None,
+    ) -> Record:
+        """Server-side apply of ``config`` by ``request.manager`` (see
+        :mod:`._apiserver_fields`): creates the object if it does not exist; 409 with
+        a cause per field when another manager owns a field it changes, unless
+        ``force``."""
+        info = bucket.info
+        if not isinstance(config, dict) or not config.get("kind") or not config.get("apiVersion"):
+            given = config if isinstance(config, dict) else {}
+            raise bad_request(
+                f"invalid object type: {given.get('apiVersion') or '/'}, "
+                f"Kind={given.get('kind') or ''}"
+            )
+        body = self._body(info, config, strict=True)
+        meta = body["metadata"]
+        if meta.get("name") and meta["name"] != name:
+            raise bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({name})"
+            )
+        meta["name"] = name
+        self._check_namespace(info, meta, namespace)
+        if subresource == "status":
+            body = {
+                k: v for k, v in body.items() if k in ("kind", "apiVersion", "metadata", "status")
+            }
+            body["metadata"] = {k: v for k, v in meta.items() if k in _IDENTITY}
+        elif info.has_status:
+            body.pop("status", None)
+        key = f"{meta['namespace']}/{name}" if info.namespaced else name
+        existing = bucket.objects.get(key)
+        if existing is None and subresource:
+            raise not_found(info, name)
+        live = decode(existing.full()) if existing is not None else _EMPTY
+        managers = FieldManagers.decode(live["metadata"].get("managedFields"))
+        try:
+            new = managers.apply(
+                live,
+                body,
+                manager=request.manager,
+                api_version=info.api_version,
+                subresource=subresource or "",
+                now=timestamp(),
+                force=force,
+                schema=info.schema,
+            )
+        except ApplyConflict as exc:
+            raise StatusError(
+                failure_status(409, "Conflict", exc.message(), {"causes": exc.causes()})
+            ) from None
+        if existing is None:
+            _set_managed(new["metadata"], managers)
+            created = self._new_object(bucket, new, namespace, strict=True)
+            return self._insert(bucket, created, dry_run=request.dry_run)
+        new = self._replacement(info, existing, new, name, subresource, True)
+        return self._write(bucket, existing, new, managers, dry_run=request.dry_run)
 
     def delete(
         self,
@@ -898,20 +1035,30 @@ class Store:
         namespace: str | None,
         name: str,
         preconditions: Mapping[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
     ) -> tuple[Record, bool]:
         """DELETE. Returns the final state and whether the object is gone (an object
-        with finalizers only gets its deletionTimestamp)."""
+        with finalizers only gets its deletionTimestamp). ``dry_run``: the same
+        answer, nothing changed."""
         info = bucket.info
         existing = self.get(bucket, namespace, name)
         meta = existing.obj["metadata"]
-        for field_name, json_name in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+        for field_name, json_name, hint in (
+            ("uid", "UID", "deleted and then recreated"),
+            ("resourceVersion", "ResourceVersion", "modified"),
+        ):
             wanted = (preconditions or {}).get(field_name)
             if wanted is not None and str(wanted) != str(meta.get(field_name)):
-                raise conflict(
-                    info,
-                    name,
-                    f"Precondition failed: {json_name} in precondition: {wanted}, "
-                    f"{json_name} in object meta: {meta.get(field_name)}",
+                raise StatusError(
+                    failure_status(
+                        409,
+                        "Conflict",
+                        f'Operation cannot be fulfilled on {info.kind} "{name}": the {json_name} '
+                        f"in the precondition ({wanted}) does not match the {json_name} in record "
+                        f"({meta.get(field_name)}). The object might have been {hint}",
+                        {"name": name, "kind": info.kind},
+                    )
                 )
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
@@ -920,13 +1067,18 @@ class Store:
             new_meta = new["metadata"] = dict(meta)
             new_meta["deletionTimestamp"] = timestamp()
             new_meta["deletionGracePeriodSeconds"] = 0
-            new_meta["generation"] = int(new_meta.get("generation", 1)) + 1
+            if "generation" in new_meta:
+                new_meta["generation"] = int(new_meta["generation"]) + 1
+            if dry_run:
+                return Record(new, info.typemeta_prefix), False
             self.rv += 1
             new_meta["resourceVersion"] = str(self.rv)
             record = Record(new, info.typemeta_prefix)
             bucket.put(record)
             self._emit(bucket, "MODIFIED", record, existing)
             return record, False
+        if dry_run:
+            return existing, True
         if info.plural == "namespaces" and info.builtin:
             for other in self.buckets.values():
                 if other.info.namespaced:
@@ -934,10 +1086,10 @@ class Store:
                         self._remove(other, record)
         return self._remove(bucket, existing), True
 
-    def _remove(
-        self, bucket: Bucket, existing: Record, *, final: dict[str, Any] | None = None
-    ) -> Record:
-        last = dict(final if final is not None else existing.obj)
+    def _remove(self, bucket: Bucket, existing: Record) -> Record:
+        """Delete ``existing``: watchers get its stored state, at the deletion's
+        resourceVersion."""
+        last = dict(existing.obj)
         last["metadata"] = dict(last["metadata"])
         self.rv += 1
         last["metadata"]["resourceVersion"] = str(self.rv)
@@ -949,6 +1101,45 @@ class Store:
     def matching(self, bucket: Bucket, namespace: str | None, query: Query) -> list[Record]:
         query.validate(bucket.info)
         return [r for r in self.iter_namespace(bucket, namespace) if query.matches(r.obj)]
+
+
+_EMPTY: Final[Mapping[str, Any]] = {"metadata": {}}
+"""What a create changes from (kube's is a Go zero value; see _apiserver_fields)."""
+
+_IDENTITY: Final = ("name", "namespace", "resourceVersion")
+"""The metadata a status apply keeps (the rest of its metadata is ignored)."""
+
+
+def _set_managed(meta: dict[str, Any], managers: FieldManagers) -> None:
+    encoded = managers.encode()
+    if encoded:
+        meta["managedFields"] = encoded
+    else:
+        meta.pop("managedFields", None)
+
+
+def _same(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """Whether an update changes nothing (managedFields timestamps aside)."""
+    if new == old:
+        return True
+    new_meta, old_meta = new["metadata"], old["metadata"]
+    if {**new, "metadata": None} != {**old, "metadata": None} or _without_managed(
+        new_meta
+    ) != _without_managed(old_meta):
+        return False
+    return _untimed(new_meta.get("managedFields")) == _untimed(old_meta.get("managedFields"))
+
+
+def _without_managed(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in meta.items() if k != "managedFields"}
+
+
+def _untimed(managed: Any) -> list[bytes]:
+    entries = managed if isinstance(managed, list) else []
+    return sorted(
+        ENCODER.encode({k: v for k, v in e.items() if k != "time"} if isinstance(e, dict) else e)
+        for e in entries
+    )
 
 
 def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,14 +11,22 @@ parts informers use, with fault injection.
 
 or from a shell (runs until SIGINT/SIGTERM)::
 
-    python -m kubereflector.testing.apiserver --port 6443 --write-kubeconfig kc.yaml --tls
+    python -m kubereflector.testing.apiserver --port 6443 --write-kubeconfig kc.yaml
 
-What it serves: core/v1 namespaces, pods, configmaps, secrets, services and
-apps/v1 deployments, plus any resource registered with :meth:`register_resource`
-(a CRD stand-in), with legacy and aggregated (v2) discovery. Writes (create,
-update, merge/JSON/strategic patch, delete, deletecollection, the ``status``
-subresource) bump one global resourceVersion (a decimal string) and stamp
-``resourceVersion``, ``uid``, ``creationTimestamp`` and ``generation``. Lists and
+What it serves: core/v1 namespaces, pods, configmaps, secrets, services,
+apps/v1 deployments, events.k8s.io/v1 events, coordination.k8s.io/v1 leases and
+apiextensions.k8s.io/v1 customresourcedefinitions (creating one serves its
+resource: discovery, printer columns, schema), plus any resource registered with
+:meth:`register_resource` (a CRD stand-in from Python), with legacy and
+aggregated (v2) discovery, and OpenAPI v2 (JSON) and v3 documents with
+server-side field validation (``fieldValidation``), enough for ``kubectl create
+-f`` and ``kubectl apply -f`` to validate. Writes (create, update,
+merge/JSON/strategic patch, server-side apply, delete, deletecollection, the
+``status`` subresource, ``dryRun=All``) bump one global resourceVersion (a
+decimal string), stamp ``resourceVersion``, ``uid``, ``creationTimestamp`` and,
+for resources that have one, ``generation`` (on spec changes), and record
+``managedFields`` per field manager; they fail as kube-apiserver does (409
+Conflict or AlreadyExists, 422 Invalid with causes, 400). Lists and
 watches follow kube-apiserver's resourceVersion semantics, paging with continue
 tokens that expire with the retained history, label and field selectors,
 watch-list (``sendInitialEvents``) with the ``k8s.io/initial-events-end``
@@ -54,10 +62,18 @@ Deliberate differences from kube-apiserver (each for a reason):
   A too-large resourceVersion on a watch-list is answered at once (kube waits
   up to 3 s for it to arrive first).
 * Strategic merge patch is a JSON merge patch that ignores ``$`` directives
-  (lists are replaced, not merged by key); server-side apply, ``dryRun`` and
-  protobuf are refused (415/400). No admission, defaulting (beyond a pod's
-  ``status.phase: Pending`` and a namespace's phase and name label), schema
-  validation, RBAC, managedFields or OpenAPI.
+  (lists are replaced, not merged by key); protobuf is refused (415: kubectl's
+  generators such as ``kubectl create configmap`` send protobuf, and the 415
+  says to use ``create -f``/``apply -f``). No admission, defaulting (beyond a
+  pod's ``status.phase: Pending`` and a namespace's phase and name label),
+  schema validation (only unknown top-level and metadata fields are reported)
+  or RBAC. A CRD serves its storage version only.
+* Server-side apply and managedFields follow structured-merge-diff without
+  schemas: every list is atomic except the built-in keyed lists the emulator
+  knows (see ``_apiserver_fields``); a status-subresource write changes only
+  ``status``. Events are served in events.k8s.io/v1 only.
+* The Python data API writes like the storage layer: no field manager,
+  ``status`` included, custom resources need no ``kind``.
 * Auth: one bearer token (or none); ``/healthz``, ``/livez``, ``/readyz`` and
   ``/version`` are open to anonymous requests, everything else needs the token.
   (kubectl 1.37 sends a bearer token only over TLS: give kubectl ``tls=True``,
@@ -88,9 +104,12 @@ from aiohttp import web
 
 from ..backoff import Clock, RealClock
 from ..errors import ApiError, error_from_status
+from ._apiserver_crd import install as install_crds
 from ._apiserver_http import ApiHandler, Faults
 from ._apiserver_resources import DEFAULT_VERBS, ResourceInfo
-from ._apiserver_store import ENCODER, Record, StatusError, Store, copy_out, decode
+from ._apiserver_store import ENCODER, Record, Store, copy_out, decode
+from ._apiserver_tls import make_server_tls
+from ._apiserver_validation import StatusError
 
 __all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "main", "sample_pod"]
 
@@ -111,7 +130,8 @@ class ApiServerEmulator:
 
     ``host``/``port``: where to listen (``port=0``: an ephemeral port, kept
     across :meth:`restart`). ``tls``: serve HTTPS with a certificate from a CA
-    generated at first start (``ca_pem``; needs ``trustme``). ``token``: the
+    generated at first start (``ca_pem``; needs the ``emulator`` extra:
+    ``pip install 'kubereflector[emulator]'``). ``token``: the
     bearer token every request must carry (``None``: no authentication; by
     default a random one). ``history_limit``: events retained per resource for
     watches and continue tokens from older resourceVersions; ``history_seconds``:
@@ -145,6 +165,7 @@ class ApiServerEmulator:
         self._store = Store(
             clock=self.clock, history_limit=history_limit, history_seconds=history_seconds
         )
+        install_crds(self._store)
         self._faults = Faults()
         self._handler = ApiHandler(
             store=self._store,
@@ -237,21 +258,12 @@ class ApiServerEmulator:
         self._port = int(self._runner.addresses[-1][1])
 
     def _make_tls(self) -> None:
-        try:
-            import trustme
-        except ImportError:  # pragma: no cover - trustme is a test dependency
-            raise RuntimeError(
-                "ApiServerEmulator(tls=True) needs the 'trustme' package (pip install trustme)"
-            ) from None
-        ca = trustme.CA(organization_name="kubereflector emulator")
         names = list(_LOCAL_NAMES)
         if self._host not in names and self._host not in ("", "0.0.0.0", "::"):
             names.append(self._host)
-        cert = ca.issue_cert(*names)
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        cert.configure_cert(context)
-        self._ssl = context
-        self._ca_pem = ca.cert_pem.bytes()
+        tls = make_server_tls(names)
+        self._ssl = tls.context
+        self._ca_pem = tls.ca_pem
 
     # -- where and how to connect ------------------------------------------------------------
 
@@ -382,7 +394,7 @@ class ApiServerEmulator:
         body = _copy_in(obj)
         if bucket.info.namespaced and namespace is None:
             namespace = (body.get("metadata") or {}).get("namespace") or "default"
-        return self._out(lambda: self._store.create(bucket, body, namespace, strict=False))
+        return self._out(lambda: self._store.create(bucket, body, namespace))
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         """The object (a copy); :class:`~kubereflector.NotFoundError` if absent.
@@ -406,7 +418,7 @@ class ApiServerEmulator:
         if not name:
             raise ValueError("update needs metadata.name")
         ns = (meta.get("namespace") or "default") if bucket.info.namespaced else None
-        return self._out(lambda: self._store.update(bucket, ns, name, body, keep_status=False))
+        return self._out(lambda: self._store.update(bucket, ns, name, body))
 
     def patch(
         self,
@@ -423,9 +435,7 @@ class ApiServerEmulator:
         bucket = self._store.resolve(resource)
         ns = (namespace or "default") if bucket.info.namespaced else None
         body = decode(ENCODER.encode(patch))
-        return self._out(
-            lambda: self._store.patch(bucket, ns, name, patch_type, body, keep_status=False)
-        )
+        return self._out(lambda: self._store.patch(bucket, ns, name, patch_type, body))
 
     def delete(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         """Delete the object (a namespace: with everything in it). Returns its final
@@ -602,7 +612,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=0, help="port (0: pick a free one)")
-    parser.add_argument("--tls", action="store_true", help="serve HTTPS with a generated CA")
+    parser.add_argument(
+        "--no-tls", action="store_true", help="serve plain HTTP (default: HTTPS, generated CA)"
+    )
+    parser.add_argument("--tls", action="store_true", help=argparse.SUPPRESS)  # the default
     parser.add_argument("--token", default=None, help="bearer token (default: random)")
     parser.add_argument("--no-auth", action="store_true", help="accept every request")
     parser.add_argument("--write-kubeconfig", metavar="PATH", help="write a kubeconfig here")
@@ -621,7 +634,7 @@ async def _serve(args: argparse.Namespace) -> None:
     emulator = ApiServerEmulator(
         host=args.host,
         port=args.port,
-        tls=args.tls,
+        tls=not args.no_tls,
         token=token,
         history_limit=args.history_limit,
         bookmark_interval=args.bookmark_interval,

@@ -1,0 +1,221 @@
+"""configmap_replicator: an operator on kubereflector.runtime.
+
+For every ConfigMap labelled ``replicator.kubereflector.io/replicas=N`` it keeps N
+ConfigMaps named ``<name>-<i>`` (i = 0..N-1) in the same namespace with the same
+``data``, each owned by the parent (a controller ownerReference). A deleted or
+edited copy is restored; raising or lowering N adds or deletes copies; the
+finalizer ``replicator.kubereflector.io/cleanup`` on the parent deletes the copies
+when the parent is deleted (so it works even where no garbage collector runs);
+removing the label deletes the copies too. Each change is recorded as a
+``Normal`` Event ``Replicated`` on the parent.
+
+    python examples/configmap_replicator.py [--kubeconfig PATH] [--namespace NS]
+        [--leader-elect [--lease-name NAME] [--lease-namespace NS]]
+        [--metrics-port 8080] [--health-port 8081] [--concurrency 1]
+
+Run two replicas with ``--leader-elect``: exactly one reconciles; kill it and the
+other takes over within the lease duration (15 s); stop it with SIGTERM and it
+releases the lease, so the other takes over at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from kubereflector import KubeObject
+from kubereflector.backoff import Clock
+from kubereflector.client import EventRecorder, ResourceClient, load_config
+from kubereflector.errors import NotFoundError
+from kubereflector.runtime import (
+    LeaderElection,
+    LeaderElectionLostError,
+    Manager,
+    Predicate,
+    Request,
+    TerminalError,
+    finalizer,
+    label_selector,
+    or_,
+    remove_finalizer_patch,
+)
+
+REPLICAS = "replicator.kubereflector.io/replicas"
+PARENT = "replicator.kubereflector.io/parent"
+FINALIZER = "replicator.kubereflector.io/cleanup"
+
+logger = logging.getLogger("configmap-replicator")
+
+
+def replicas_of(parent: KubeObject) -> int | None:
+    """N from the label (``None`` without it); a bad value is a TerminalError:
+    retrying cannot fix it, a new label value queues the parent again."""
+    value = parent["metadata"].get("labels", {}).get(REPLICAS)
+    if value is None:
+        return None
+    if not value.isdigit() or int(value) > 100:
+        raise TerminalError(f"label {REPLICAS}={value!r} is not a number from 0 to 100")
+    return int(value)
+
+
+def copy_of(parent: KubeObject, i: int) -> dict[str, Any]:
+    meta = parent["metadata"]
+    owner = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{meta['name']}-{i}",
+            "namespace": meta["namespace"],
+            "labels": {PARENT: meta["name"]},
+            "ownerReferences": [owner],
+        },
+        "data": dict(parent.get("data") or {}),
+    }
+
+
+def owned_by(obj: KubeObject, parent: KubeObject) -> bool:
+    uid = parent["metadata"]["uid"]
+    refs = obj["metadata"].get("ownerReferences") or []
+    return any(ref.get("controller") and ref.get("uid") == uid for ref in refs)
+
+
+def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
+    """The operator's Manager. Call it in a coroutine, on the loop the manager will
+    run on (its EventRecorder sends from that loop)."""
+    election = None
+    if args.leader_elect:
+        election = LeaderElection(args.lease_name, namespace=args.lease_namespace)
+    manager = Manager(
+        load_config(args.kubeconfig),
+        namespace=args.namespace,
+        leader_election=election,
+        metrics_port=args.metrics_port or None,
+        health_port=args.health_port or None,
+        clock=clock,
+    )
+    events = EventRecorder(manager.client, "configmap-replicator")
+    has_finalizer = Predicate.from_filter(
+        lambda cm: FINALIZER in (cm or {}).get("metadata", {}).get("finalizers", ())
+    )
+
+    async def replicate(api: ResourceClient, parent: KubeObject, n: int) -> None:
+        cache = manager.lister_for("configmaps").namespaced(parent["metadata"]["namespace"])
+        changed = 0
+        for i in range(n):
+            want = copy_of(parent, i)
+            have = cache.get(want["metadata"]["name"])
+            if have is None:
+                await api.create(want)
+            elif not owned_by(have, parent):
+                raise RuntimeError(f"{want['metadata']['name']} exists and is not a copy")
+            elif have.get("data") != want["data"] or have["metadata"].get("labels") != {
+                PARENT: parent["metadata"]["name"]
+            }:
+                want["metadata"]["resourceVersion"] = have["metadata"]["resourceVersion"]
+                await api.update(want)  # a stale cache gets a 409: retried with backoff
+            else:
+                continue
+            changed += 1
+        changed += await delete_copies(api, parent, keep=n)
+        if changed:
+            message = f"{n} copies in sync ({changed} created, updated or deleted)"
+            events.record(parent, "Normal", "Replicated", message)
+
+    async def delete_copies(api: ResourceClient, parent: KubeObject, keep: int = 0) -> int:
+        """Delete the parent's copies numbered ``keep`` and above (read from the API
+        server, not the cache: a copy created a moment ago must not survive)."""
+        name = parent["metadata"]["name"]
+        copies = (await api.list(label_selector=f"{PARENT}={name}")).items
+        wanted = {f"{name}-{i}" for i in range(keep)}
+        deleted = 0
+        for copy in copies:
+            if owned_by(copy, parent) and copy["metadata"]["name"] not in wanted:
+                with contextlib.suppress(NotFoundError):  # deleted meanwhile: fine
+                    await api.delete(copy["metadata"]["name"])
+                deleted += 1
+        return deleted
+
+    @manager.reconciler(
+        "configmaps",
+        owns=["configmaps"],
+        predicates=[or_(label_selector(REPLICAS), has_finalizer)],
+        max_concurrent_reconciles=args.concurrency,
+    )
+    async def reconcile(request: Request) -> None:
+        cache = manager.lister_for("configmaps").namespaced(request.namespace)
+        parent = cache.get(request.name)
+        if parent is None or PARENT in parent["metadata"].get("labels", {}):
+            return None  # gone (its finalizer ran), or a copy
+        api = manager.client.resource("configmaps", namespace=request.namespace)
+        try:
+            n = replicas_of(parent)
+        except TerminalError as err:
+            events.record(parent, "Warning", "InvalidReplicas", str(err))
+            raise
+        if n is None:  # the label was removed: undo, then let go of the object
+            await delete_copies(api, parent)
+            patch = remove_finalizer_patch(parent, FINALIZER)
+            if patch is not None:
+                await api.patch(request.name, patch, type="json")
+            return None
+
+        async def apply(cm: KubeObject) -> None:
+            await replicate(api, cm, n)
+
+        async def cleanup(cm: KubeObject) -> None:
+            await delete_copies(api, cm)
+
+        return await finalizer(api, FINALIZER, parent, apply=apply, cleanup=cleanup)
+
+    return manager
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kubeconfig", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
+    parser.add_argument("--namespace", help="watch only this namespace (default: all)")
+    parser.add_argument("--leader-elect", action="store_true", help="campaign for a Lease")
+    parser.add_argument("--lease-name", default="configmap-replicator")
+    parser.add_argument(
+        "--lease-namespace", help="default: --namespace, else the pod's, else default"
+    )
+    parser.add_argument("--metrics-port", type=int, default=8080, help="0: no /metrics")
+    parser.add_argument("--health-port", type=int, default=8081, help="0: no /healthz, /readyz")
+    parser.add_argument("--concurrency", type=int, default=1, help="reconciles at once")
+    args = parser.parse_args(argv)
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
+    return args
+
+
+async def run(args: argparse.Namespace) -> None:
+    async with build(args) as manager:
+        await manager.run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        asyncio.run(run(args))
+    except LeaderElectionLostError as err:
+        logger.error("%s: exiting", err)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

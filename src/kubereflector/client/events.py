@@ -1,0 +1,536 @@
+"""``EventRecorder``: Kubernetes Events about your objects, the way client-go's
+``tools/events`` writes them (``events.k8s.io/v1``).
+
+::
+
+    recorder = EventRecorder(client, "example.com/shop-controller")
+    recorder.record(deployment, "Normal", "ScaledUp", "scaled to 3 replicas")
+
+What it does with what you record (client-go's behaviour, and its spam filter):
+
+* The first occurrence becomes an Event named ``{object name}.{hex nanoseconds}``
+  in the object's namespace (``default`` for cluster-scoped objects), with
+  ``regarding`` (apiVersion, kind, namespace, name, uid, resourceVersion),
+  ``reportingController`` (``component``), ``reportingInstance``, ``action``,
+  ``reason``, ``note`` (the message, cut to 1 KiB) and ``type``.
+* Repeats with the same action, reason, controller and object (the note and the
+  object's resourceVersion may differ) within 6 minutes of the previous one are
+  one **series**: the Event's ``series.count`` and ``series.lastObservedTime``
+  are updated by a merge patch, never more than one write in flight per series
+  (a flood of repeats costs a create and a patch or two, and the count ends
+  exact). A repeat after 6 minutes of quiet starts a new Event.
+* A **token bucket per object** (25 writes, refilled one per 5 minutes, as
+  client-go's legacy recorder) limits the writes about one object: a new Event
+  with no token is dropped (counted in :attr:`dropped`); a series update waits
+  for a token, or for the end of the series, when its final count is written.
+* ``record`` **never blocks and never raises**: it updates the bookkeeping
+  under a lock and wakes a sending task on the client's event loop. Failures
+  are logged (``kubereflector.client.events``): an API error drops that write;
+  a connection error is retried up to 12 times, 10 s apart (jittered, on the
+  ``clock``). At most 1,000 writes wait; beyond that new Events are dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import logging
+import random
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Final, Literal
+
+import aiohttp
+
+from ..backoff import Clock, RealClock
+from ..errors import AlreadyExistsError, ApiError, NotFoundError
+from ..keys import get_name, get_namespace, get_resource_version, get_uid
+from .discovery import ResourceInfo
+from .resource import ResourceClient
+from .rest import Client
+from .sync import SyncClient
+
+__all__ = ["EVENTS_RESOURCE", "EventRecorder", "EventType"]
+
+logger = logging.getLogger("kubereflector.client.events")
+
+EventType = Literal["Normal", "Warning"]
+"""An Event's ``type``: the only two kube accepts."""
+
+EVENTS_RESOURCE: Final = ResourceInfo(
+    group="events.k8s.io",
+    version="v1",
+    resource="events",
+    kind="Event",
+    namespaced=True,
+    verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+    short_names=("ev",),
+    singular="event",
+)
+"""The resource an EventRecorder writes (no discovery needed)."""
+
+SERIES_FINISH: Final = 6 * 60.0
+"""Seconds of quiet after which a series ends (client-go's ``finishTime``)."""
+SPAM_BURST: Final = 25
+"""Writes about one object the bucket allows at once (client-go's ``defaultSpamBurst``)."""
+SPAM_REFILL: Final = 300.0
+"""Seconds per new token (client-go's ``defaultSpamQPS`` of 1/300)."""
+MAX_QUEUED: Final = 1000
+"""Writes that may wait at once (client-go's ``maxQueuedEvents``)."""
+MAX_TRIES: Final = 12
+"""Attempts of one write against connection errors (client-go's ``maxTriesPerEvent``)."""
+RETRY_SLEEP: Final = 10.0
+"""Seconds between those attempts, jittered by up to 25% (client-go's ``defaultSleepDuration``)."""
+NOTE_LIMIT: Final = 1024
+"""An Event's ``note`` is cut to this many characters (kube refuses longer ones)."""
+_OBJECTS_TRACKED: Final = 4096
+_SWEEP_EVERY: Final = 256
+
+
+def _micro_time(seconds: float) -> str:
+    """``metav1.MicroTime``: RFC 3339 in UTC with microseconds."""
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _reference(obj: Any) -> dict[str, str]:
+    """The ``ObjectReference`` of a dict shaped like Kubernetes JSON or an official model."""
+    if isinstance(obj, Mapping):
+        kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    else:
+        kind, api_version = getattr(obj, "kind", None), getattr(obj, "api_version", None)
+    name = get_name(obj)
+    missing = [
+        n
+        for n, v in (("apiVersion", api_version), ("kind", kind), ("metadata.name", name))
+        if not v
+    ]
+    if missing:
+        raise ValueError(f"{type(obj).__name__} without {', '.join(missing)} is not an object")
+    ref = {"apiVersion": str(api_version), "kind": str(kind)}
+    for key, value in (
+        ("namespace", get_namespace(obj)),
+        ("name", name),
+        ("uid", get_uid(obj)),
+        ("resourceVersion", get_resource_version(obj)),
+    ):
+        if value:
+            ref[key] = str(value)
+    return ref
+
+
+class _TokenBucket:
+    """client-go's token bucket: ``burst`` tokens, refilled continuously."""
+
+    __slots__ = ("_last", "_tokens")
+
+    def __init__(self, now: float) -> None:
+        self._tokens = float(SPAM_BURST)
+        self._last = now
+
+    def _refill(self, now: float) -> None:
+        self._tokens = min(float(SPAM_BURST), self._tokens + (now - self._last) / SPAM_REFILL)
+        self._last = now
+
+    def take(self, now: float) -> bool:
+        self._refill(now)
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
+    def next_token(self, now: float) -> float:
+        self._refill(now)
+        return now + max(0.0, 1.0 - self._tokens) * SPAM_REFILL
+
+
+@dataclass(eq=False)
+class _Series:
+    """One Event and its repeats."""
+
+    body: dict[str, Any]
+    object_key: tuple[str, ...]
+    count: int = 1
+    last_observed: float = 0.0  # wall-clock seconds
+    last_seen: float = 0.0  # clock seconds
+    sent_count: int = 0  # 0: not created on the server
+    queued: bool = False
+    due: float = 0.0
+
+
+class EventRecorder:
+    """Records Events about objects (client-go's ``events.EventRecorder``; see the
+    module documentation for what is written when).
+
+    ``client``: a :class:`~kubereflector.client.SyncClient` (the recorder then
+    sends on its loop thread), or an async :class:`~kubereflector.client.Client`
+    (then create the recorder in a coroutine: it sends from that event loop).
+    ``component`` is the ``reportingController``, a qualified name such as
+    ``example.com/shop-controller``; ``reporting_instance`` defaults to
+    ``{component}-{hostname}``. ``clock`` times the series, the token buckets
+    and the retries (inject a FakeClock in tests).
+
+    Thread-safety: :meth:`record` may be called from any thread and from
+    coroutines; :meth:`flush` is awaited on any event loop,
+    :meth:`flush_blocking` called from any thread but the client's loop thread.
+    """
+
+    def __init__(
+        self,
+        client: Client | SyncClient,
+        component: str,
+        *,
+        reporting_instance: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if not isinstance(component, str) or not component:
+            raise ValueError("component (the reportingController) must be a non-empty string")
+        if isinstance(client, SyncClient):
+            self._client = client.client
+            self._loop = client.loop
+        elif isinstance(client, Client):
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                raise RuntimeError(
+                    "an EventRecorder with an async Client must be created in a coroutine "
+                    "(it sends from that event loop); from plain threads, pass a SyncClient"
+                ) from None
+            self._client = client
+        else:
+            raise TypeError(f"EventRecorder needs a Client or a SyncClient, not {type(client)}")
+        self.component = component
+        self.reporting_instance = reporting_instance or f"{component}-{socket.gethostname()}"
+        self._clock: Clock = clock if clock is not None else RealClock()
+        self._lock = threading.Lock()
+        self._series: dict[tuple[Any, ...], _Series] = {}
+        self._buckets: collections.OrderedDict[tuple[str, ...], _TokenBucket] = (
+            collections.OrderedDict()
+        )
+        self._queue: list[_Series] = []
+        self._resources: dict[str, ResourceClient] = {}
+        self._last_name_ns = 0
+        self._records = 0
+        self._dropped = 0
+        self._sending = False
+        self._worker: asyncio.Task[None] | None = None
+        self._kicked: asyncio.Event | None = None
+        self._idle_waiters: list[asyncio.Future[None]] = []
+
+    @property
+    def dropped(self) -> int:
+        """Events dropped so far (rate limit, full queue, failed writes)."""
+        return self._dropped
+
+    # -- recording (any thread) ---------------------------------------------------------
+
+    def record(
+        self,
+        obj: Any,
+        type: EventType,
+        reason: str,
+        message: str,
+        *,
+        action: str | None = None,
+    ) -> None:
+        """Record an Event about ``obj`` (a dict with ``apiVersion``, ``kind`` and
+        ``metadata.name``, or an official client model). ``type`` is ``"Normal"`` or
+        ``"Warning"``; ``reason`` a short UpperCamelCase word; ``action`` what was
+        done or failed (default: ``reason``; kube requires one). Returns at once;
+        never raises (a bad argument is logged and the Event dropped)."""
+        try:
+            self._record(obj, type, reason, message, action or reason)
+        except ValueError as err:
+            logger.error("dropping event %r: %s", reason, err)
+        except Exception:
+            logger.exception("could not record the event %r", reason)
+
+    def _record(self, obj: Any, event_type: str, reason: str, message: str, action: str) -> None:
+        if event_type not in ("Normal", "Warning"):
+            logger.error(
+                "dropping event %r: type must be Normal or Warning, not %r", reason, event_type
+            )
+            return
+        if not reason or not isinstance(reason, str):
+            logger.error("dropping an event without a reason (a non-empty string)")
+            return
+        ref = _reference(obj)
+        object_key = (
+            ref["apiVersion"],
+            ref["kind"],
+            ref.get("namespace", ""),
+            ref["name"],
+            ref.get("uid", ""),
+        )
+        key = (action, reason, object_key)
+        now = self._clock.now()
+        wall = time.time()
+        with self._lock:
+            self._records += 1
+            if self._records % _SWEEP_EVERY == 0:
+                self._sweep(now)
+            series = self._series.get(key)
+            if series is not None and now - series.last_seen > SERIES_FINISH:
+                del self._series[key]
+                series = None
+            if series is None:
+                if len(self._queue) >= MAX_QUEUED:
+                    self._drop(f"{MAX_QUEUED} events wait to be sent", reason, ref)
+                    return
+                if not self._bucket(object_key, now).take(now):
+                    self._drop("too many events about this object", reason, ref)
+                    return
+                body = self._event(ref, event_type, reason, str(message), action, wall)
+                series = _Series(body, object_key, last_observed=wall, last_seen=now)
+                self._series[key] = series
+            else:
+                series.count += 1
+                series.last_observed = wall
+                series.last_seen = now
+            if not series.queued:
+                series.queued = True
+                series.due = now
+                self._queue.append(series)
+        self._wake()
+
+    def _event(
+        self, ref: dict[str, str], event_type: str, reason: str, note: str, action: str, wall: float
+    ) -> dict[str, Any]:
+        nanos = max(time.time_ns(), self._last_name_ns + 1)
+        self._last_name_ns = nanos
+        return {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{ref['name']}.{nanos:x}",
+                "namespace": ref.get("namespace") or "default",
+            },
+            "eventTime": _micro_time(wall),
+            "reportingController": self.component,
+            "reportingInstance": self.reporting_instance,
+            "action": action,
+            "reason": reason,
+            "regarding": ref,
+            "note": note[:NOTE_LIMIT],
+            "type": event_type,
+        }
+
+    def _bucket(self, object_key: tuple[str, ...], now: float) -> _TokenBucket:
+        """Lock held."""
+        bucket = self._buckets.get(object_key)
+        if bucket is None:
+            bucket = self._buckets[object_key] = _TokenBucket(now)
+            if len(self._buckets) > _OBJECTS_TRACKED:
+                self._buckets.popitem(last=False)
+        else:
+            self._buckets.move_to_end(object_key)
+        return bucket
+
+    def _drop(self, why: str, reason: str, ref: Mapping[str, str]) -> None:
+        self._dropped += 1
+        logger.warning(
+            "dropping event %r about %s %s/%s: %s",
+            reason,
+            ref["kind"],
+            ref.get("namespace", ""),
+            ref["name"],
+            why,
+        )
+
+    def _sweep(self, now: float) -> None:
+        """Lock held: forget series that ended and have nothing left to send."""
+        for key, series in list(self._series.items()):
+            if not series.queued and now - series.last_seen > SERIES_FINISH:
+                del self._series[key]
+
+    def _wake(self) -> None:
+        """Make sure the sending task runs (from any thread)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._kick()
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._kick)
+        except RuntimeError:
+            logger.debug("the event loop of the EventRecorder is closed: events stay unsent")
+
+    # -- sending (on the loop) ----------------------------------------------------------
+
+    def _kick(self) -> None:
+        if self._worker is None or self._worker.done():
+            self._worker = self._loop.create_task(self._run(), name="kubereflector events")
+        elif self._kicked is not None:
+            self._kicked.set()
+
+    async def _run(self) -> None:
+        self._kicked = asyncio.Event()
+        try:
+            while True:
+                self._kicked.clear()
+                now = self._clock.now()
+                with self._lock:
+                    series, wake_at = self._next(now)
+                    self._sending = series is not None
+                if series is not None:
+                    try:
+                        await self._send(series)
+                    finally:
+                        self._sending = False
+                    continue
+                self._notify_idle()
+                if wake_at is None:
+                    return
+                await self._wait(wake_at - now)
+        finally:
+            self._sending = False
+            self._notify_idle()
+
+    def _next(self, now: float) -> tuple[_Series | None, float | None]:
+        """Lock held: the first series due and allowed a write; else when to look again."""
+        wake_at: float | None = None
+        for series in self._queue:
+            if series.due <= now and series.sent_count:
+                finish = series.last_seen + SERIES_FINISH
+                bucket = self._bucket(series.object_key, now)
+                if now < finish and not bucket.take(now):
+                    series.due = min(bucket.next_token(now), finish)
+            if series.due <= now:
+                self._queue.remove(series)
+                series.queued = False
+                return series, None
+            wake_at = series.due if wake_at is None else min(wake_at, series.due)
+        return None, wake_at
+
+    async def _wait(self, seconds: float) -> None:
+        assert self._kicked is not None
+        kicked = asyncio.ensure_future(self._kicked.wait())
+        slept = asyncio.ensure_future(self._clock.sleep(seconds))
+        try:
+            await asyncio.wait({kicked, slept}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            kicked.cancel()
+            slept.cancel()
+
+    def _events_in(self, namespace: str) -> ResourceClient:
+        resource = self._resources.get(namespace)
+        if resource is None:
+            resource = self._resources[namespace] = self._client.resource(
+                EVENTS_RESOURCE, namespace=namespace
+            )
+        return resource
+
+    async def _send(self, series: _Series) -> None:
+        with self._lock:
+            count, last_observed, created = series.count, series.last_observed, series.sent_count
+            body = dict(series.body)
+        if count > 1:
+            body["series"] = {"count": count, "lastObservedTime": _micro_time(last_observed)}
+        meta = body["metadata"]
+        events = self._events_in(meta["namespace"])
+        for attempt in range(1, MAX_TRIES + 1):
+            try:
+                if created:
+                    try:
+                        await events.patch(meta["name"], {"series": body["series"]})
+                    except NotFoundError:  # the Event expired on the server: write it anew
+                        await events.create(body)
+                else:
+                    await events.create(body)
+            except AlreadyExistsError:
+                logger.debug("event %s already exists: not written again", meta["name"])
+            except ApiError as err:
+                self._failed(series, f"the server refused it: {err}")
+                return
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+                if attempt == MAX_TRIES:
+                    self._failed(series, f"no connection after {MAX_TRIES} tries: {err!r}")
+                    return
+                logger.warning("could not write event %s (will retry): %r", meta["name"], err)
+                await self._clock.sleep(RETRY_SLEEP * (1 + 0.25 * random.random()))
+                continue
+            except Exception:
+                logger.exception("could not write event %s", meta["name"])
+                self._failed(series, "an unexpected error")
+                return
+            break
+        with self._lock:
+            series.sent_count = count
+            if series.count > count and not series.queued:  # repeats arrived meanwhile
+                series.queued = True
+                series.due = self._clock.now()
+                self._queue.append(series)
+
+    def _failed(self, series: _Series, why: str) -> None:
+        meta = series.body["metadata"]
+        logger.error(
+            "dropping event %s (%s about %s %s): %s",
+            meta["name"],
+            series.body["reason"],
+            series.body["regarding"]["kind"],
+            series.body["regarding"]["name"],
+            why,
+        )
+        with self._lock:
+            self._dropped += 1
+            if not series.sent_count:  # never created: the next occurrence starts afresh
+                for key, value in list(self._series.items()):
+                    if value is series:
+                        del self._series[key]
+
+    # -- flushing -----------------------------------------------------------------------
+
+    def _busy(self) -> bool:
+        now = self._clock.now()
+        with self._lock:
+            return self._sending or any(s.due <= now for s in self._queue)
+
+    def _notify_idle(self) -> None:
+        if self._busy():
+            return
+        waiters, self._idle_waiters = self._idle_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _flushed(self) -> None:
+        while self._busy():
+            waiter = self._loop.create_future()
+            self._idle_waiters.append(waiter)
+            self._kick()
+            await waiter
+
+    async def flush(self) -> None:
+        """Wait until every write recorded so far that the rate limit allows now has
+        been sent (or given up on). Await on any event loop."""
+        if asyncio.get_running_loop() is self._loop:
+            await self._flushed()
+            return
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._flushed(), self._loop))
+
+    def flush_blocking(self, timeout: float | None = None) -> bool:
+        """:meth:`flush` from a plain thread: ``False`` if ``timeout`` seconds passed
+        first. Raises ``RuntimeError`` on the client's loop thread."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            raise RuntimeError("flush_blocking() would deadlock on the recorder's own loop")
+        future = asyncio.run_coroutine_threadsafe(self._flushed(), self._loop)
+        try:
+            future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"<EventRecorder {self.component} series={len(self._series)}>"

@@ -1,0 +1,58 @@
+"""The controller runtime: reconcilers, predicates, a manager (controller-runtime for Python)."""
+
+from __future__ import annotations
+
+from .controller import Controller, ControllerStoppedError
+from .finalizer import (
+    FinalizerStep,
+    finalizer,
+    finalizer_step,
+    finalizer_sync,
+    remove_finalizer_patch,
+)
+from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
+from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
+from .predicates import (
+    Predicate,
+    and_,
+    annotations_changed,
+    generation_changed,
+    label_selector,
+    labels_changed,
+    not_,
+    or_,
+    resource_version_changed,
+)
+from .reconcile import ReconcileFunc, Request, Result, TerminalError
+
+__all__ = [
+    "Controller",
+    "ControllerStoppedError",
+    "EnqueueRequestsHandler",
+    "FinalizerStep",
+    "LeaderElection",
+    "LeaderElectionLostError",
+    "Manager",
+    "ManagerError",
+    "Mapper",
+    "Predicate",
+    "ReconcileFunc",
+    "Request",
+    "RequestQueue",
+    "Result",
+    "TerminalError",
+    "and_",
+    "annotations_changed",
+    "enqueue_object",
+    "enqueue_owner",
+    "finalizer",
+    "finalizer_step",
+    "finalizer_sync",
+    "generation_changed",
+    "label_selector",
+    "labels_changed",
+    "not_",
+    "or_",
+    "remove_finalizer_patch",
+    "resource_version_changed",
+]

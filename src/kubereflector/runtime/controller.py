@@ -1,0 +1,373 @@
+"""Controller: watches feed a rate-limited workqueue; workers reconcile its requests.
+
+controller-runtime's ``pkg/internal/controller``, on kubereflector's informers and
+:mod:`kubereflector.workqueue`:
+
+* **Level-based.** Events never reach the reconciler: each becomes a
+  :class:`~kubereflector.runtime.Request` in the queue, and the reconciler reads
+  the current state from the cache. Requests queued several times before a
+  worker takes them are reconciled once.
+* **One worker per request.** The queue never hands a request to a second
+  worker while one reconciles it; a request queued again meanwhile is
+  reconciled exactly once more, after the first reconcile ends.
+* **Results.** ``None``/``Result()``: done (the request's backoff is reset);
+  ``Result(requeue_after=s)``: again after ``s`` seconds (``0``: again soon,
+  through the rate limiter); :class:`~kubereflector.runtime.TerminalError`:
+  logged, not retried; any other exception: logged and retried after the rate
+  limiter's per-request backoff.
+* **Priorities.** Requests from initial lists and resyncs are queued at
+  :data:`~kubereflector.workqueue.LOW_PRIORITY`, live changes at 0.
+* **Workers.** ``max_concurrent_reconciles`` workers. A coroutine reconciler
+  runs on the event loop; a plain function runs on a worker thread of the
+  controller's own pool (one thread per worker), so it may block.
+
+A Controller works on informers you give it (a :class:`~kubereflector.runtime.Manager`
+makes them from resource names), so tests drive one with
+:class:`~kubereflector.testing.FakeControllerSource` informers and a
+:class:`~kubereflector.testing.FakeClock`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from ..backoff import Clock, RealClock
+from ..controller import _is_coroutine_callable
+from ..shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
+from ..workqueue import QueueShutDown, RateLimiter, RateLimitingQueue
+from .handlers import EnqueueRequestsHandler, Mapper, enqueue_object, enqueue_owner
+from .predicates import Predicate, and_
+from .reconcile import ReconcileFunc, Request, Result, TerminalError
+
+if TYPE_CHECKING:
+    from ..client.discovery import ResourceInfo
+    from ..metrics import ControllerMetrics, Metrics
+
+__all__ = ["Controller", "ControllerStoppedError"]
+
+logger = logging.getLogger("kubereflector.runtime")
+
+_YIELD_EVERY: Final = 64
+"""Reconciles a worker runs in a row before it lets the loop's other tasks run."""
+
+_RESULT_SUCCESS: Final = "success"
+_RESULT_ERROR: Final = "error"
+_RESULT_REQUEUE: Final = "requeue"
+_RESULT_REQUEUE_AFTER: Final = "requeue_after"
+
+
+def _check_workers(max_concurrent_reconciles: object) -> None:
+    """Raise ``ValueError`` unless ``max_concurrent_reconciles`` is an integer >= 1."""
+    if (
+        isinstance(max_concurrent_reconciles, bool)
+        or not isinstance(max_concurrent_reconciles, int)
+        or max_concurrent_reconciles < 1
+    ):
+        raise ValueError(
+            f"max_concurrent_reconciles must be an integer >= 1, not {max_concurrent_reconciles!r}"
+        )
+
+
+class ControllerStoppedError(RuntimeError):
+    """The controller has run and stopped; make a new one to run again."""
+
+
+class _NoMetrics:
+    def set_max_concurrent_reconciles(self, workers: int) -> None:
+        pass
+
+    def worker_started(self) -> None:
+        pass
+
+    def worker_finished(self) -> None:
+        pass
+
+    def reconciled(self, result: str, seconds: float, *, terminal: bool = False) -> None:
+        pass
+
+
+class Controller:
+    """Reconciles the objects of one resource (controller-runtime's ``Controller``).
+
+    * ``reconcile``: the reconciler (coroutine function or plain function; see
+      :data:`~kubereflector.runtime.ReconcileFunc`).
+    * ``for_``: the informer of the reconciled resource and its
+      :class:`~kubereflector.client.ResourceInfo` (whose group, kind and scope
+      identify owners); every change of its objects queues their own request,
+      if ``predicates`` (all of them) let it through.
+    * ``owns``: informers of owned resources; a change of an object whose
+      controller ``ownerReference`` points at a ``for_`` object queues the owner.
+      Not filtered by ``predicates``.
+    * ``watches``: ``(informer, mapper)`` pairs; a change of a watched object
+      queues ``mapper(obj)``'s requests. Not filtered by ``predicates``.
+    * ``max_concurrent_reconciles`` (>= 1) workers; ``rate_limiter`` for the
+      queue (default: the workqueue's ``default_controller_rate_limiter()``);
+      ``name`` labels logs, metrics and the queue (default: the resource's
+      qualified name); ``clock`` drives requeues and backoff; ``metrics``
+      receives controller-runtime's and the workqueue's metrics.
+
+    :meth:`run` once; stop it with :meth:`stop` (graceful) or by cancelling it
+    (at once). Thread-safety: ``queue`` may be fed from any thread; ``run``,
+    ``stop`` and the properties belong to one event loop.
+    """
+
+    def __init__(
+        self,
+        reconcile: ReconcileFunc,
+        *,
+        for_: tuple[SharedIndexInformer, ResourceInfo],
+        owns: Iterable[SharedIndexInformer] = (),
+        watches: Iterable[tuple[SharedIndexInformer, Mapper]] = (),
+        predicates: Sequence[Predicate] = (),
+        max_concurrent_reconciles: int = 1,
+        rate_limiter: RateLimiter[Request] | None = None,
+        name: str | None = None,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        if not callable(reconcile):
+            raise TypeError(f"reconcile must be callable, not {type(reconcile).__name__}")
+        _check_workers(max_concurrent_reconciles)
+        informer, info = for_
+        if not isinstance(informer, SharedIndexInformer):
+            raise TypeError(f"for_ takes an informer, not {type(informer).__name__}")
+        for p in predicates:
+            if not isinstance(p, Predicate):
+                raise TypeError(f"predicates are Predicates, not {type(p).__name__}")
+        self._reconcile = reconcile
+        self._is_coroutine = _is_coroutine_callable(reconcile)
+        self._name = name or info.qualified_name
+        self._predicate = and_(*predicates) if predicates else None
+        owner = enqueue_owner(info.group, info.kind, namespaced=info.namespaced)
+        self._watches: list[tuple[SharedIndexInformer, Mapper, Predicate | None]] = [
+            (informer, enqueue_object, self._predicate),
+            *((owned, owner, None) for owned in owns),
+        ]
+        for watched, mapper in watches:
+            if not callable(mapper):
+                raise TypeError(f"the mapper of a watch must be callable, not {mapper!r}")
+            self._watches.append((watched, mapper, None))
+        for watched, _, _ in self._watches:
+            if not isinstance(watched, SharedIndexInformer):
+                raise TypeError(f"watches take informers, not {type(watched).__name__}")
+        self._informer = informer
+        self._workers = max_concurrent_reconciles
+        self._clock: Clock = clock if clock is not None else RealClock()
+        self._metrics: ControllerMetrics | _NoMetrics = (
+            metrics.controller(self._name) if metrics is not None else _NoMetrics()
+        )
+        self._queue = RateLimitingQueue(
+            rate_limiter,
+            name=self._name,
+            clock=self._clock,
+            metrics_provider=metrics.workqueue_provider() if metrics is not None else None,
+        )
+        self._metrics_registry = metrics
+        self._state = "new"  # new -> running -> stopped
+        self._stopping = False
+        self._worker_tasks: list[asyncio.Task[None]] = []
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._in_flight = 0
+
+    # -- properties -------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def queue(self) -> RateLimitingQueue[Request]:
+        """The controller's queue (add requests from anywhere; they are reconciled
+        while the controller runs)."""
+        return self._queue
+
+    @property
+    def informer(self) -> SharedIndexInformer:
+        """The informer of the reconciled resource."""
+        return self._informer
+
+    @property
+    def max_concurrent_reconciles(self) -> int:
+        return self._workers
+
+    def in_flight(self) -> int:
+        """Reconciles running right now."""
+        return self._in_flight
+
+    # -- running ----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Register the watches, wait for their informers to sync, then reconcile
+        until :meth:`stop` or cancellation.
+
+        :meth:`stop` lets reconciles in flight finish; cancelling stops at once
+        (coroutine reconciles in flight are cancelled; a plain function in flight
+        runs to its end on its thread, but nothing new starts). Either way the
+        watches are removed and the queue is shut down. Raises
+        :class:`ControllerStoppedError` if the controller ran before.
+        """
+        if self._state != "new":
+            raise ControllerStoppedError(f"controller {self._name} has already run")
+        self._state = "running"
+        registrations: list[Registration] = []
+        if self._metrics_registry is not None:
+            self._metrics_registry.track_queue(self._queue)
+        try:
+            for informer, mapper, predicate in self._watches:
+                handler = EnqueueRequestsHandler(self._queue, mapper, predicate)
+                registrations.append(informer.add_event_handler(handler))
+            informers = list({id(i): i for i, _, _ in self._watches}.values())
+            if not await wait_for_cache_sync(*informers):
+                logger.warning("controller %s: an informer stopped before syncing", self._name)
+                return
+            if self._stopping:
+                return
+            if not self._is_coroutine:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=self._workers, thread_name_prefix=f"reconcile-{self._name}"
+                )
+            self._metrics.set_max_concurrent_reconciles(self._workers)
+            logger.info("controller %s: starting %d workers", self._name, self._workers)
+            self._worker_tasks = [
+                asyncio.create_task(self._worker(), name=f"{self._name} worker {i}")
+                for i in range(self._workers)
+            ]
+            await asyncio.gather(*self._worker_tasks)
+        finally:
+            self._state = "stopped"
+            self._queue.shut_down()
+            for task in self._worker_tasks:
+                task.cancel()
+            if self._worker_tasks:
+                await asyncio.wait(self._worker_tasks)
+            for registration in registrations:
+                with contextlib.suppress(ValueError):
+                    registration.informer.remove_event_handler(registration)
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+            if self._metrics_registry is not None:
+                self._metrics_registry.untrack_queue(self._queue)
+            logger.info("controller %s: stopped", self._name)
+
+    async def stop(self, timeout: float | None = None) -> bool:
+        """Stop handing out requests, and wait until the reconciles in flight have
+        ended (at most ``timeout`` seconds of the controller's clock; ``None``: no
+        limit). Returns ``True`` if they all ended; ``False`` if the timeout came
+        first (then they are cancelled, as when the run is cancelled). The
+        controller's :meth:`run` then returns."""
+        self._stopping = True
+        self._queue.shut_down()
+        tasks = list(self._worker_tasks)
+        if not tasks:
+            return True
+        done = asyncio.ensure_future(asyncio.wait(tasks))
+        waits: set[asyncio.Future[Any]] = {done}
+        timer = None
+        if timeout is not None:
+            timer = asyncio.ensure_future(self._clock.sleep(timeout))
+            waits.add(timer)
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if done.done():
+            return True
+        done.cancel()
+        logger.warning(
+            "controller %s: reconciles still running after %gs; cancelling them",
+            self._name,
+            timeout,
+        )
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        return False
+
+    async def _worker(self) -> None:
+        queue = self._queue
+        in_a_row = 0
+        while not self._stopping:
+            try:
+                request = await queue.get()
+            except QueueShutDown:
+                return
+            try:
+                if self._stopping:
+                    return
+                await self._reconcile_one(request)
+            finally:
+                queue.done(request)
+            in_a_row += 1
+            if in_a_row >= _YIELD_EVERY:
+                # A full queue and reconciles that never wait would otherwise hold
+                # the loop: the watches, the lease renewals and the probes wait.
+                in_a_row = 0
+                await asyncio.sleep(0)
+
+    async def _reconcile_one(self, request: Request) -> None:
+        queue = self._queue
+        metrics = self._metrics
+        metrics.worker_started()
+        self._in_flight += 1
+        started = time.perf_counter()
+        try:
+            if self._is_coroutine:
+                result = await self._reconcile(request)  # type: ignore[misc]
+            else:
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(
+                    self._executor, functools.partial(self._reconcile, request)
+                )
+            if result is None:
+                result = Result()
+            elif not isinstance(result, Result):
+                raise TypeError(
+                    f"a reconciler returns a Result or None, not {type(result).__name__}"
+                )
+        except TerminalError as err:
+            metrics.reconciled(_RESULT_ERROR, time.perf_counter() - started, terminal=True)
+            logger.error(
+                "controller %s: reconcile of %s failed terminally (not retried): %s",
+                self._name,
+                request,
+                err,
+            )
+            queue.forget(request)
+            return
+        except Exception as err:
+            metrics.reconciled(_RESULT_ERROR, time.perf_counter() - started)
+            logger.error(
+                "controller %s: reconcile of %s failed (retried after backoff): %s",
+                self._name,
+                request,
+                err,
+                exc_info=err,
+            )
+            queue.add_rate_limited(request)
+            return
+        finally:
+            self._in_flight -= 1
+            metrics.worker_finished()
+        seconds = time.perf_counter() - started
+        after = result.requeue_after
+        if after is None:
+            queue.forget(request)
+            metrics.reconciled(_RESULT_SUCCESS, seconds)
+        elif after == 0:
+            queue.add_rate_limited(request)
+            metrics.reconciled(_RESULT_REQUEUE, seconds)
+        else:
+            queue.forget(request)
+            queue.add_after(request, after)
+            metrics.reconciled(_RESULT_REQUEUE_AFTER, seconds)
+
+    def __repr__(self) -> str:
+        return f"<Controller {self._name} {self._state} workers={self._workers}>"

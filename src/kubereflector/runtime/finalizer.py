@@ -1,0 +1,163 @@
+"""The finalizer helper (kube-rs's ``finalizer()``): cleanup that must happen before an
+object may go.
+
+One call at the top of a reconcile decides, from the object's state, which of
+four things to do:
+
+=====================  ===================  ==========================================
+finalizer on object?   being deleted?       what happens
+=====================  ===================  ==========================================
+no                     no                   add the finalizer (a JSON patch), return
+                                            ``None``: the change queues a new reconcile
+yes                    no                   ``apply(obj)``, return its result
+yes                    yes                  ``cleanup(obj)``; if it returned (did not
+                                            raise), remove the finalizer, return its
+                                            result
+no                     yes                  nothing to do: return ``None``
+=====================  ===================  ==========================================
+
+Guarantee: once ``apply`` has run for an object, the object is not removed from
+the API server before a ``cleanup`` of it returned without raising (if cleanup
+raises, the finalizer stays, the error propagates and the reconcile is retried
+with backoff). Both functions must be idempotent: they may run again after a
+restart, a conflict or a failure, and ``cleanup`` must cope with ``apply`` never
+having run.
+
+The patches test the current finalizers before changing them (as kube-rs
+does), so a concurrent change by another controller fails with a 422/409
+instead of adding the finalizer twice or removing someone else's; the error
+propagates and the retry sees the new state. Errors of ``apply``, ``cleanup``
+and the patches propagate unchanged.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol, TypeVar
+
+from ..keys import _meta_field, get_metadata, get_name
+
+__all__ = [
+    "FinalizerStep",
+    "finalizer",
+    "finalizer_step",
+    "finalizer_sync",
+    "remove_finalizer_patch",
+]
+
+T = TypeVar("T")
+
+FinalizerStep = Literal["add", "apply", "cleanup", "done"]
+
+
+class _AsyncPatcher(Protocol):
+    """What the helper needs of a :class:`~kubereflector.client.ResourceClient`."""
+
+    async def patch(self, name: str, patch: Any, *, type: Literal["json"]) -> Any: ...
+
+
+class _SyncPatcher(Protocol):
+    """What the helper needs of a :class:`~kubereflector.client.SyncResourceClient`."""
+
+    def patch(self, name: str, patch: Any, *, type: Literal["json"]) -> Any: ...
+
+
+def _meta_value(obj: Any, json_name: str, attr_name: str) -> Any:
+    return _meta_field(get_metadata(obj), json_name, attr_name)
+
+
+def remove_finalizer_patch(obj: Any, name: str) -> list[dict[str, Any]] | None:
+    """The JSON patch removing finalizer ``name`` from ``obj`` (testing first that
+    it is still where ``obj`` has it), or ``None`` if ``obj`` does not have it.
+    For a controller that lets go of an object it no longer manages."""
+    finalizers = list(_meta_value(obj, "finalizers", "finalizers") or [])
+    if name not in finalizers:
+        return None
+    path = f"/metadata/finalizers/{finalizers.index(name)}"
+    return [{"op": "test", "path": path, "value": name}, {"op": "remove", "path": path}]
+
+
+def finalizer_step(obj: Any, name: str) -> tuple[FinalizerStep, list[dict[str, Any]] | None]:
+    """The pure decision: which step the object is at, and the JSON patch to send
+    after (``add``) or after a successful cleanup (``cleanup``); ``None`` for the
+    other steps. Raises ``ValueError`` for an object without a name or an empty
+    finalizer name."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("a finalizer needs a non-empty name")
+    if not get_name(obj):
+        raise ValueError("the finalizer helper needs an object with metadata.name")
+    finalizers = list(_meta_value(obj, "finalizers", "finalizers") or [])
+    deleting = bool(_meta_value(obj, "deletionTimestamp", "deletion_timestamp"))
+    if name in finalizers:
+        if not deleting:
+            return "apply", None
+        return "cleanup", remove_finalizer_patch(obj, name)
+    if deleting:
+        return "done", None
+    if not finalizers:
+        return "add", [
+            {"op": "test", "path": "/metadata/finalizers", "value": None},
+            {"op": "add", "path": "/metadata/finalizers", "value": [name]},
+        ]
+    return "add", [
+        {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
+        {"op": "add", "path": "/metadata/finalizers/-", "value": name},
+    ]
+
+
+async def finalizer(
+    api: _AsyncPatcher,
+    name: str,
+    obj: Any,
+    *,
+    apply: Callable[[Any], Awaitable[T]],
+    cleanup: Callable[[Any], Awaitable[T]],
+) -> T | None:
+    """Run ``apply`` or ``cleanup`` for ``obj`` while keeping finalizer ``name`` on it
+    (see the module documentation). ``api``: the
+    :class:`~kubereflector.client.ResourceClient` of ``obj``'s resource and
+    namespace; ``apply``/``cleanup``: coroutine functions taking the object and
+    returning the reconcile's result."""
+    step, patch = finalizer_step(obj, name)
+    object_name = get_name(obj)
+    assert object_name is not None
+    if step == "add":
+        await api.patch(object_name, patch, type="json")
+        return None
+    if step == "apply":
+        return await apply(obj)
+    if step == "cleanup":
+        result = await cleanup(obj)
+        await api.patch(object_name, patch, type="json")
+        return result
+    return None
+
+
+def finalizer_sync(
+    api: _SyncPatcher,
+    name: str,
+    obj: Any,
+    *,
+    apply: Callable[[Any], T],
+    cleanup: Callable[[Any], T],
+) -> T | None:
+    """:func:`finalizer` for plain-function reconcilers: ``api`` is the blocking
+    twin of the resource client (``SyncClient.resource(...)``), ``apply`` and
+    ``cleanup`` plain functions."""
+    for fn in (apply, cleanup):
+        if inspect.iscoroutinefunction(fn):
+            raise TypeError("finalizer_sync takes plain functions; await finalizer() instead")
+    step, patch = finalizer_step(obj, name)
+    object_name = get_name(obj)
+    assert object_name is not None
+    if step == "add":
+        api.patch(object_name, patch, type="json")
+        return None
+    if step == "apply":
+        return apply(obj)
+    if step == "cleanup":
+        result = cleanup(obj)
+        api.patch(object_name, patch, type="json")
+        return result
+    return None

@@ -1,0 +1,750 @@
+"""Manager: the caches, the controllers, leader election, metrics, health and shutdown
+of one operator process (controller-runtime's ``manager.Manager``).
+
+::
+
+    manager = Manager(load_config(), leader_election=LeaderElection("my-operator"),
+                      metrics_port=8080, health_port=8081)
+
+    @manager.reconciler("configmaps", owns=["configmaps"])
+    async def reconcile(request: Request) -> Result | None:
+        cm = manager.lister_for("configmaps").namespaced(request.namespace).get(request.name)
+        ...
+
+    async def main():
+        async with manager:
+            await manager.run()        # or, with no event loop at all: manager.run_sync()
+
+What :meth:`Manager.run` does, in order:
+
+1. serves ``/metrics`` on ``metrics_port`` and ``/healthz``, ``/readyz`` on
+   ``health_port`` (each only if given; the same port may serve both);
+2. resolves every registered resource through discovery and starts one shared
+   informer per resource: caches warm while this process campaigns, so a new
+   leader starts with full caches (``/readyz`` passes once they synced);
+3. with ``leader_election``, campaigns for the Lease and runs the controllers
+   only while leading: losing the lease stops every reconcile at once (coroutine
+   reconciles are cancelled), then ``run`` raises
+   :class:`LeaderElectionLostError` (the process should exit non-zero, as
+   controller-runtime's do), or, with ``on_lost="campaign"``, campaigns again;
+   without it, runs the controllers at once;
+4. on SIGTERM or SIGINT (or :meth:`Manager.stop`) shuts down gracefully: stops
+   handing out requests, waits up to ``graceful_shutdown_timeout`` seconds for
+   the reconciles in flight, releases the Lease (so another replica takes over
+   at once), stops the informers and servers, and returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
+
+from .._loop_thread import LoopThread
+from ..backoff import Clock, RealClock
+from ..client.config import ClientConfig
+from ..client.rest import Client
+from ..factory import SharedInformerFactory
+from ..leaderelection import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    LeaderElector,
+    LeaseLock,
+    default_identity,
+)
+from ..metrics import Metrics, MetricsServer
+from .controller import Controller, _check_workers
+from .handlers import Mapper
+from .predicates import Predicate
+from .reconcile import ReconcileFunc, Request
+
+if TYPE_CHECKING:
+    from ..client.discovery import ResourceInfo
+    from ..client.sync import SyncClient
+    from ..listers import Lister
+    from ..shared_informer import SharedIndexInformer
+    from ..workqueue import RateLimiter
+
+__all__ = ["LeaderElection", "LeaderElectionLostError", "Manager", "ManagerError"]
+
+logger = logging.getLogger("kubereflector.runtime")
+
+F = TypeVar("F", bound=Callable[[Request], Any])
+
+_SERVICE_ACCOUNT_NAMESPACE: Final = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+_LEADER_HEALTH_TOLERANCE: Final = 20.0
+"""Seconds a leader may be overdue on its renewal before ``/healthz`` fails
+(client-go's ``NewLeaderHealthzAdaptor(20s)`` in kube-controller-manager)."""
+
+
+class ManagerError(RuntimeError):
+    """The manager was used wrongly (run twice, registered after the start, ...)."""
+
+
+class LeaderElectionLostError(RuntimeError):
+    """The manager lost its Lease and stopped (controller-runtime exits the process
+    with "leader election lost"): let it end the process non-zero."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElection:
+    """How a :class:`Manager` campaigns (controller-runtime's leader election options).
+
+    * ``name``: the Lease's name (one per operator, shared by its replicas);
+    * ``namespace``: the Lease's namespace (default: the manager's namespace,
+      else the pod's own namespace in a cluster, else ``default``);
+    * ``identity``: this replica (default: ``hostname_uuid``);
+    * ``lease_duration``, ``renew_deadline``, ``retry_period``: client-go's
+      (15 s, 10 s, 2 s);
+    * ``release_on_cancel``: release the Lease on graceful shutdown, so another
+      replica takes over within its retry period (default ``True``);
+    * ``on_lost``: after losing the Lease, ``"exit"`` (``run`` raises
+      :class:`LeaderElectionLostError`; the default, as controller-runtime) or
+      ``"campaign"`` (stop reconciling and campaign again).
+    """
+
+    name: str
+    namespace: str | None = None
+    identity: str | None = None
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    renew_deadline: float = DEFAULT_RENEW_DEADLINE
+    retry_period: float = DEFAULT_RETRY_PERIOD
+    release_on_cancel: bool = True
+    on_lost: Literal["exit", "campaign"] = "exit"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError("LeaderElection needs the Lease's name")
+        if self.on_lost not in ("exit", "campaign"):
+            raise ValueError(f"on_lost must be 'exit' or 'campaign', not {self.on_lost!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """A reconciler as registered (names resolved at the start)."""
+
+    reconcile: ReconcileFunc
+    for_: str
+    owns: tuple[str, ...]
+    watches: tuple[tuple[str, Mapper], ...]
+    predicates: tuple[Predicate, ...]
+    max_concurrent_reconciles: int
+    rate_limiter: RateLimiter[Request] | None
+    name: str | None
+
+
+def _pod_namespace() -> str | None:
+    try:
+        with open(_SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+class Manager:
+    """Runs controllers over shared caches, with leader election, metrics, health
+    probes and graceful shutdown (see the module documentation).
+
+    ``config_or_client``: a :class:`~kubereflector.client.ClientConfig` (the
+    manager makes the Client and closes it) or a
+    :class:`~kubereflector.client.Client` (yours; not closed; its requests are
+    counted in the manager's metrics unless it reports elsewhere). ``namespace``:
+    watch only this namespace (default: all). ``metrics_port``/``health_port``:
+    serve ``/metrics`` and ``/healthz`` + ``/readyz`` there (``None``: not at
+    all; ``0``: any free port, see :attr:`metrics_url`), on ``bind_address``.
+    ``clock`` drives leader election, requeues and the shutdown timeout;
+    ``metrics``: where metrics go (default: a registry of the manager's own).
+
+    Two ways to run, told apart by their types: ``await manager.run()`` (a
+    coroutine: mypy flags a call that is not awaited) on your event loop, or
+    ``manager.run_sync()`` (blocks; the manager runs its event loop on a
+    background thread) where no event loop runs. A manager runs once.
+
+    Thread-safety: :meth:`stop` may be called from any thread and from signal
+    handlers; :meth:`reconciler` before the start; cache reads (listers,
+    informers) from anywhere.
+    """
+
+    def __init__(
+        self,
+        config_or_client: ClientConfig | Client,
+        *,
+        namespace: str | None = None,
+        leader_election: LeaderElection | None = None,
+        metrics_port: int | None = None,
+        health_port: int | None = None,
+        graceful_shutdown_timeout: float = 30.0,
+        bind_address: str = "0.0.0.0",
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        if isinstance(config_or_client, ClientConfig):
+            self._client = Client(config_or_client)
+            self._owns_client = True
+        elif isinstance(config_or_client, Client) or hasattr(config_or_client, "discovery"):
+            self._client = config_or_client
+            self._owns_client = False
+        else:
+            raise TypeError(
+                f"Manager needs a ClientConfig or a Client, not {type(config_or_client).__name__}"
+            )
+        if leader_election is not None and not isinstance(leader_election, LeaderElection):
+            raise TypeError("leader_election must be a LeaderElection (or None)")
+        for label, port in (("metrics_port", metrics_port), ("health_port", health_port)):
+            if port is not None and (
+                isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
+            ):
+                raise ValueError(f"{label} must be a port number (0..65535) or None, not {port!r}")
+        if graceful_shutdown_timeout < 0:
+            raise ValueError(
+                f"graceful_shutdown_timeout must be >= 0 (got {graceful_shutdown_timeout})"
+            )
+        self._namespace = namespace or None
+        self._leader_election = leader_election
+        self._metrics_port = metrics_port
+        self._health_port = health_port
+        self._graceful_timeout = float(graceful_shutdown_timeout)
+        self._bind_address = bind_address
+        self._clock: Clock = clock if clock is not None else RealClock()
+        self.metrics = metrics if metrics is not None else Metrics()
+        """The manager's :class:`~kubereflector.metrics.Metrics` (served at ``/metrics``)."""
+        if getattr(self._client, "request_metrics", False) is None:
+            self._client.request_metrics = self.metrics.rest_client()
+        self._factory = SharedInformerFactory(self._client, namespace=self._namespace)
+        self.metrics.add_informers(self._factory.informers)
+        self._specs: list[_Spec] = []
+        self._healthz: dict[str, Callable[[], bool]] = {"ping": lambda: True}
+        self._readyz: dict[str, Callable[[], bool]] = {"informers": self._informers_synced}
+        self._lock = threading.Lock()
+        self._state = "new"  # new -> entered -> running -> stopped
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_requested = False
+        self._stop_event: asyncio.Event | None = None
+        self._servers: list[MetricsServer] = []
+        self._elector: LeaderElector | None = None
+        self._controllers: list[Controller] = []
+        self._leading = False
+        self._failure: BaseException | None = None
+        self._finished: asyncio.Event | None = None
+        self._elected: asyncio.Event | None = None
+        self._loop_handle: LoopThread | None = None
+
+    # -- what the manager holds -------------------------------------------------------
+
+    @property
+    def client(self) -> Client:
+        """The async Client (use it on the manager's event loop)."""
+        return self._client
+
+    @property
+    def sync_client(self) -> SyncClient:
+        """A :class:`~kubereflector.client.SyncClient` on the manager's Client and
+        event loop: blocking writes for plain-function reconcilers (on their worker
+        threads) and other threads, while the manager runs. Each call gives a new,
+        cheap one; closing it closes nothing. Its calls raise ``RuntimeError`` on
+        the manager's own loop thread (use :attr:`client` in coroutines there);
+        this raises :class:`ManagerError` before the manager is entered or run."""
+        from ..client.sync import SyncClient
+
+        handle = self._loop_handle
+        if handle is None:
+            raise ManagerError("the manager has no event loop yet: use sync_client while it runs")
+        return SyncClient._sharing(self._client, handle)
+
+    @property
+    def factory(self) -> SharedInformerFactory:
+        """The shared informer factory whose caches the controllers read."""
+        return self._factory
+
+    @property
+    def namespace(self) -> str | None:
+        return self._namespace
+
+    @property
+    def elector(self) -> LeaderElector | None:
+        """The leader elector while :meth:`run` campaigns (``None`` without leader election)."""
+        return self._elector
+
+    @property
+    def controllers(self) -> list[Controller]:
+        """The controllers running now (empty while not leading)."""
+        return list(self._controllers)
+
+    def is_leader(self) -> bool:
+        """Whether the controllers run now (always, once started, without leader election)."""
+        return self._leading
+
+    async def wait_elected(self) -> None:
+        """Return once this manager leads and its controllers run (at once after the
+        start without leader election); controller-runtime's ``Elected()``. Await
+        it on the manager's event loop, after entering or starting it."""
+        if self._elected is None:
+            raise ManagerError("enter or run the manager before waiting for its election")
+        await self._elected.wait()
+
+    def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer:
+        """The shared informer of ``resource`` (see :meth:`SharedInformerFactory.informer_for
+        <kubereflector.SharedInformerFactory.informer_for>`)."""
+        return self._factory.informer_for(resource)
+
+    def lister_for(self, resource: str | ResourceInfo) -> Lister:
+        """The lister over the shared cache of ``resource``: what reconcilers read."""
+        return self._factory.lister_for(resource)
+
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://host:port/metrics`` once served (``None`` otherwise)."""
+        return self._url("/metrics")
+
+    @property
+    def health_url(self) -> str | None:
+        """``http://host:port`` of ``/healthz`` and ``/readyz`` once served."""
+        url = self._url("/healthz")
+        return None if url is None else url.removesuffix("/healthz")
+
+    def _url(self, path: str) -> str | None:
+        for server in self._servers:
+            if path in server.paths():
+                with contextlib.suppress(RuntimeError):
+                    return server.url + path
+        return None
+
+    def add_healthz_check(self, name: str, check: Callable[[], bool]) -> None:
+        """Add a ``/healthz`` check (a quick plain function: ``True`` when healthy)."""
+        self._add_check(self._healthz, name, check)
+
+    def add_readyz_check(self, name: str, check: Callable[[], bool]) -> None:
+        """Add a ``/readyz`` check (a quick plain function: ``True`` when ready)."""
+        self._add_check(self._readyz, name, check)
+
+    def _add_check(self, checks: dict[str, Callable[[], bool]], name: str, check: Any) -> None:
+        if not callable(check):
+            raise TypeError(f"check {name!r} must be callable")
+        if name in checks:
+            raise ValueError(f"a check named {name!r} exists already")
+        self._check_new("checks")
+        checks[name] = check
+
+    def _informers_synced(self) -> bool:
+        informers = self._factory.informers().values()
+        return self._state == "running" and all(i.has_synced() for i in informers)
+
+    def _check_new(self, what: str) -> None:
+        if self._state in ("running", "stopped"):
+            raise ManagerError(f"add {what} before the manager runs")
+
+    # -- registering reconcilers --------------------------------------------------------
+
+    @overload
+    def reconciler(
+        self,
+        for_: str,
+        *,
+        owns: Iterable[str] = (),
+        watches: Iterable[tuple[str, Mapper]] = (),
+        predicates: Sequence[Predicate] = (),
+        max_concurrent_reconciles: int = 1,
+        rate_limiter: RateLimiter[Request] | None = None,
+        name: str | None = None,
+        reconcile: None = None,
+    ) -> Callable[[F], F]: ...
+
+    @overload
+    def reconciler(
+        self,
+        for_: str,
+        *,
+        owns: Iterable[str] = (),
+        watches: Iterable[tuple[str, Mapper]] = (),
+        predicates: Sequence[Predicate] = (),
+        max_concurrent_reconciles: int = 1,
+        rate_limiter: RateLimiter[Request] | None = None,
+        name: str | None = None,
+        reconcile: F,
+    ) -> F: ...
+
+    def reconciler(
+        self,
+        for_: str,
+        *,
+        owns: Iterable[str] = (),
+        watches: Iterable[tuple[str, Mapper]] = (),
+        predicates: Sequence[Predicate] = (),
+        max_concurrent_reconciles: int = 1,
+        rate_limiter: RateLimiter[Request] | None = None,
+        name: str | None = None,
+        reconcile: F | None = None,
+    ) -> Callable[[F], F] | F:
+        """Register a reconciler of ``for_`` (a resource name discovery resolves:
+        ``"configmaps"``, ``"deploy"``, ``"widgets.example.com"``).
+
+        As a decorator (``@manager.reconciler("configmaps")``) or a plain call
+        (``manager.reconciler("configmaps", reconcile=fn)``); either way the
+        function is returned unchanged. ``owns``: resources whose objects have a
+        ``for_`` object as controller owner; ``watches``: ``(resource, mapper)``
+        pairs; ``predicates``: filters on ``for_``'s events (all must pass);
+        ``max_concurrent_reconciles``, ``rate_limiter``, ``name``: see
+        :class:`~kubereflector.runtime.Controller` (the default name is
+        ``for_`` as written). Raises :class:`ManagerError` once the manager runs,
+        ``TypeError``/``ValueError`` for arguments of the wrong shape, and
+        ``ValueError`` for a name already registered. Unknown resource names
+        are reported by :meth:`run`.
+        """
+        if not isinstance(for_, str) or not for_:
+            raise TypeError(f"for_ is a resource name, not {for_!r}")
+        owns_t = tuple(owns) if not isinstance(owns, str) else (owns,)
+        for owned in owns_t:
+            if not isinstance(owned, str) or not owned:
+                raise TypeError(f"owns takes resource names, not {owned!r}")
+        watches_t: list[tuple[str, Mapper]] = []
+        for watch in watches:
+            if (
+                not isinstance(watch, tuple)
+                or len(watch) != 2
+                or not isinstance(watch[0], str)
+                or not callable(watch[1])
+            ):
+                raise TypeError(f"watches takes (resource name, mapper) pairs, not {watch!r}")
+            watches_t.append(watch)
+        for p in predicates:
+            if not isinstance(p, Predicate):
+                raise TypeError(f"predicates are Predicates, not {type(p).__name__}")
+        _check_workers(max_concurrent_reconciles)
+        controller_name = name or for_
+
+        def register(fn: F) -> F:
+            if not callable(fn):
+                raise TypeError(f"a reconciler must be callable, not {type(fn).__name__}")
+            with self._lock:
+                self._check_new("reconcilers")
+                if any((s.name or s.for_) == controller_name for s in self._specs):
+                    raise ValueError(
+                        f"a reconciler named {controller_name!r} exists already: "
+                        "give this one another name="
+                    )
+                self._specs.append(
+                    _Spec(
+                        fn,
+                        for_,
+                        owns_t,
+                        tuple(watches_t),
+                        tuple(predicates),
+                        max_concurrent_reconciles,
+                        rate_limiter,
+                        controller_name,
+                    )
+                )
+            return fn
+
+        if reconcile is not None:
+            return register(reconcile)
+        return register
+
+    # -- async use ----------------------------------------------------------------------
+
+    async def __aenter__(self) -> Manager:
+        """Bind the manager to the running loop and load discovery (so
+        :meth:`lister_for` resolves names at once); leaving the block stops the
+        manager if it runs and closes what it opened."""
+        await self._enter()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._close()
+
+    async def _enter(self) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._state != "new":
+                raise ManagerError(f"this manager has been {self._state} already")
+            self._state = "entered"
+            self._loop = loop
+            self._loop_handle = LoopThread.adopt(loop, threading.current_thread())
+            self._stop_event = asyncio.Event()
+            self._finished = asyncio.Event()
+            self._elected = asyncio.Event()
+            if self._stop_requested:
+                self._stop_event.set()
+        try:
+            await self._factory.__aenter__()
+        except BaseException:
+            await self._close()
+            raise
+
+    async def _close(self) -> None:
+        self.stop()
+        if self._state == "running" and self._finished is not None:
+            await self._finished.wait()  # run() in another task: let it finish first
+        self._state = "stopped"
+        try:
+            await self._factory.shutdown()
+        finally:
+            if self._owns_client:
+                await self._client.close()
+
+    async def run(self, *, handle_signals: bool = True) -> None:
+        """Run until stopped (see the module documentation for the steps).
+
+        ``handle_signals``: on the main thread, SIGTERM and SIGINT trigger a
+        graceful :meth:`stop` while this runs. Returns after a graceful stop.
+        Raises :class:`LeaderElectionLostError` when the Lease was lost (with
+        ``on_lost="exit"``), :class:`~kubereflector.client.UnknownResourceError`
+        for a resource name discovery does not know, ``OSError`` when a port
+        cannot be bound, and :class:`ManagerError` when run twice.
+        """
+        entered_here = self._state == "new"
+        if entered_here:
+            await self._enter()
+        elif self._state != "entered":
+            raise ManagerError(f"this manager has {self._state} already: a manager runs once")
+        elif self._loop is not asyncio.get_running_loop():
+            raise ManagerError("run the manager on the event loop it was entered on")
+        self._state = "running"
+        loop = asyncio.get_running_loop()
+        installed = self._install_signal_handlers(loop) if handle_signals else []
+        try:
+            await self._run()
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            self._state = "stopped"
+            assert self._finished is not None
+            self._finished.set()
+            if entered_here:
+                await self._close()
+
+    async def _run(self) -> None:
+        assert self._stop_event is not None
+        work: asyncio.Task[None] | None = None
+        await self._start_servers()
+        try:
+            plans = [await self._plan(spec) for spec in self._specs]
+            self._factory.start()
+            if self._leader_election is None:
+                work = asyncio.create_task(self._lead(plans), name="kubereflector controllers")
+            else:
+                work = asyncio.create_task(
+                    self._campaign(plans, self._leader_election), name="kubereflector election"
+                )
+            stopping = asyncio.create_task(self._stop_event.wait())
+            try:
+                await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopping.cancel()
+            if not work.done():
+                logger.info("shutting down gracefully (at most %gs)", self._graceful_timeout)
+                await self._stop_controllers()
+                work.cancel()
+            await asyncio.wait({work})
+            if self._failure is not None:
+                raise self._failure
+            if not work.cancelled():
+                work.result()
+        finally:
+            # Cancelled (not stopped): everything ends at once; a Lease is released
+            # only if release_on_cancel says so.
+            if work is not None and not work.done():
+                work.cancel()
+                await asyncio.wait({work})
+            for server in self._servers:
+                await server.stop()
+
+    def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[int]:
+        if threading.current_thread() is not threading.main_thread():
+            return []
+        installed: list[int] = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError):  # not on this platform or loop
+                continue
+            installed.append(sig)
+        return installed
+
+    def _on_signal(self, sig: int) -> None:
+        logger.info("received %s: shutting down", signal.Signals(sig).name)
+        self.stop()
+
+    def stop(self) -> None:
+        """Ask the manager to shut down gracefully (see the module documentation);
+        :meth:`run` returns once done. Idempotent; any thread."""
+        with self._lock:
+            self._stop_requested = True
+            loop, event = self._loop, self._stop_event
+        if loop is None or event is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            event.set()
+        else:
+            with contextlib.suppress(RuntimeError):  # that loop has closed
+                loop.call_soon_threadsafe(event.set)
+
+    # -- sync use -----------------------------------------------------------------------
+
+    def run_sync(self, *, handle_signals: bool = True) -> None:
+        """Run on a background event-loop thread and block until stopped: the plain
+        threads twin of :meth:`run` (same steps, same errors). Plain-function
+        reconcilers run on worker threads; coroutine ones on that loop.
+
+        ``handle_signals``: when called on the main thread, SIGTERM and SIGINT
+        trigger a graceful :meth:`stop`. Raises ``RuntimeError`` where an event
+        loop runs in this thread (``await manager.run()`` there).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                "run_sync() blocks: an event loop runs in this thread, await manager.run() instead"
+            )
+        thread = LoopThread("kubereflector-manager")
+        previous: dict[int, Any] = {}
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, lambda s, _frame: self._on_signal(s))
+        thread.start()
+        try:
+            thread.run(self.run(handle_signals=False))
+        finally:
+            thread.stop()
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+    # -- the parts --------------------------------------------------------------------
+
+    async def _start_servers(self) -> None:
+        wanted: dict[int, dict[str, Any]] = {}
+        if self._metrics_port is not None:
+            wanted.setdefault(self._metrics_port, {})["metrics"] = self.metrics
+        if self._health_port is not None:
+            entry = wanted.setdefault(self._health_port, {})
+            if self._health_port == 0 and "metrics" in entry:
+                entry = wanted.setdefault(-1, {})  # two ports, both chosen by the system
+            entry["healthz"] = self._healthz
+            entry["readyz"] = self._readyz
+        for port, parts in wanted.items():
+            server = MetricsServer(host=self._bind_address, port=max(port, 0), **parts)
+            await server.start()
+            self._servers.append(server)
+
+    async def _plan(self, spec: _Spec) -> Callable[[], Controller]:
+        """Resolve a spec's names and make its informers; a maker of its Controller
+        (one per leadership term)."""
+        factory = self._factory
+        info = await factory.resolve(spec.for_)
+        informer = factory.informer_for(info)
+        owned = [factory.informer_for(await factory.resolve(name)) for name in spec.owns]
+        watched = [
+            (factory.informer_for(await factory.resolve(name)), mapper)
+            for name, mapper in spec.watches
+        ]
+
+        def make() -> Controller:
+            return Controller(
+                spec.reconcile,
+                for_=(informer, info),
+                owns=owned,
+                watches=watched,
+                predicates=spec.predicates,
+                max_concurrent_reconciles=spec.max_concurrent_reconciles,
+                rate_limiter=spec.rate_limiter,
+                name=spec.name,
+                clock=self._clock,
+                metrics=self.metrics,
+            )
+
+        return make
+
+    async def _lead(self, plans: list[Callable[[], Controller]]) -> None:
+        """Run one Controller per spec until they stop or this is cancelled (when
+        leadership ends). A controller that fails stops the manager."""
+        controllers = [make() for make in plans]
+        self._controllers = controllers
+        self._leading = True
+        assert self._elected is not None
+        self._elected.set()
+        tasks = {asyncio.create_task(c.run(), name=f"controller {c.name}") for c in controllers}
+        try:
+            pending = set(tasks)
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    err = None if task.cancelled() else task.exception()
+                    if err is not None:
+                        logger.error("%s failed: %s", task.get_name(), err, exc_info=err)
+                        self._failure = self._failure or err
+                        self.stop()
+        finally:
+            self._leading = False
+            self._elected.clear()
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+            self._controllers = []
+
+    async def _stop_controllers(self) -> None:
+        controllers = list(self._controllers)
+        if controllers:
+            results = await asyncio.gather(*(c.stop(self._graceful_timeout) for c in controllers))
+            if not all(results):
+                logger.warning("some reconciles did not end within the graceful shutdown timeout")
+
+    async def _campaign(
+        self, plans: list[Callable[[], Controller]], options: LeaderElection
+    ) -> None:
+        namespace = options.namespace or self._namespace or _pod_namespace() or "default"
+        lock = LeaseLock(
+            self._client,
+            namespace=namespace,
+            name=options.name,
+            identity=options.identity or default_identity(),
+        )
+
+        async def lead() -> None:
+            await self._lead(plans)
+
+        elector = LeaderElector(
+            lock,
+            lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline,
+            retry_period=options.retry_period,
+            release_on_cancel=options.release_on_cancel,
+            on_started_leading=lead,
+            on_new_leader=lambda identity: logger.info("new leader: %s", identity),
+            name=options.name,  # the metrics' label, as controller-runtime's leader election ID
+            clock=self._clock,
+            metrics=self.metrics.leader_election(),
+        )
+        self._elector = elector
+        self._healthz["leader-election"] = lambda: elector.check(_LEADER_HEALTH_TOLERANCE)
+        while True:
+            await elector.run()
+            if self._stop_requested:
+                return
+            if options.on_lost == "exit":
+                raise LeaderElectionLostError(
+                    f"leader election lost: lease {lock.describe()} held by "
+                    f"{elector.get_leader() or 'nobody'}, not {lock.identity}"
+                )
+            logger.warning("lost lease %s; campaigning again", lock.describe())
+
+    def __repr__(self) -> str:
+        names = ", ".join(s.name or s.for_ for s in self._specs)
+        return f"<Manager {self._state} reconcilers=[{names}] leading={self._leading}>"

@@ -1,0 +1,333 @@
+"""The Manager against the target (the emulator, or a real cluster): reconciles,
+graceful shutdown, two managers with leader election (one leads; failover after
+a crash; handover on a graceful stop; a stolen lease), metrics and probes over
+HTTP, and the plain-threads way to run.
+
+Leader election runs on a FakeClock, moved on in small steps while the HTTP
+exchanges (real, and quick) complete: no test waits for a lease duration of
+wall time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+from conftest import KUBECONFIG_ENV, Target
+from prometheus_client.parser import text_string_to_metric_families
+
+from kubereflector.client import ClientConfig, load_config
+from kubereflector.leaderelection import LEASES
+from kubereflector.runtime import (
+    LeaderElection,
+    LeaderElectionLostError,
+    Manager,
+    ManagerError,
+    Request,
+    Result,
+)
+from kubereflector.testing import FakeClock
+
+pytestmark = pytest.mark.asyncio
+
+WAIT = 20.0
+"""Upper bound (seconds) on any wait; never reached when things work."""
+
+
+def config_of(target: Target) -> ClientConfig:
+    if target.emulator is not None:
+        return load_config(target.emulator.kubeconfig_path)
+    return load_config(os.environ[KUBECONFIG_ENV])
+
+
+async def create_configmap(target: Target, name: str, data: dict[str, str]) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+    if target.emulator is not None:
+        target.emulator.create("configmaps", body, namespace=target.namespace)
+    else:
+        await target.client.create(f"/api/v1/namespaces/{target.namespace}/configmaps", body)
+
+
+async def lease_holder(target: Target, name: str) -> str:
+    lease = await target.client.get(LEASES.object_path(target.namespace, name))
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+class Seen:
+    """A coroutine reconciler recording requests; awaitable conditions on them."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self._changed = asyncio.Event()
+
+    async def __call__(self, request: Request) -> Result | None:
+        self.requests.append(request)
+        self._changed.set()
+        return None
+
+    def names(self) -> set[str]:
+        return {r.name for r in self.requests}
+
+    async def wait_for(self, condition: Callable[[], bool]) -> None:
+        async def wait() -> None:
+            while not condition():
+                self._changed.clear()
+                await self._changed.wait()
+
+        await asyncio.wait_for(wait(), WAIT)
+
+
+async def eventually(condition: Callable[[], bool], clock: FakeClock, limit: float = 120) -> None:
+    """Move ``clock`` on in quarter seconds until ``condition()`` holds (each step
+    lets the loop run, so HTTP exchanges in flight complete)."""
+    moved = 0.0
+    while not condition():
+        if moved > limit:
+            raise AssertionError(f"not true after {limit}s of the fake clock")
+        await clock.advance(0.25)
+        moved += 0.25
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+
+@contextlib.asynccontextmanager
+async def running(manager: Manager) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(manager.run(handle_signals=False))
+    try:
+        yield task
+    finally:
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, LeaderElectionLostError):
+            await task
+
+
+def manager_for(
+    target: Target,
+    seen: Seen,
+    *,
+    identity: str | None = None,
+    clock: FakeClock | None = None,
+    release: bool = True,
+    **kwargs: Any,
+) -> Manager:
+    election = None
+    if identity is not None:
+        election = LeaderElection(
+            "kr-test-lease",
+            namespace=target.namespace,
+            identity=identity,
+            release_on_cancel=release,
+        )
+    manager = Manager(
+        config_of(target),
+        namespace=target.namespace,
+        leader_election=election,
+        clock=clock,
+        bind_address="127.0.0.1",
+        **kwargs,
+    )
+    manager.reconciler("configmaps", reconcile=seen)
+    return manager
+
+
+async def test_a_manager_reconciles_and_stops_gracefully(target: Target) -> None:
+    await create_configmap(target, "one", {"a": "1"})
+    seen = Seen()
+    manager = manager_for(target, seen)
+    async with running(manager) as task:
+        await asyncio.wait_for(manager.wait_elected(), WAIT)
+        await seen.wait_for(lambda: "one" in seen.names())
+        await create_configmap(target, "two", {"b": "2"})
+        await seen.wait_for(lambda: "two" in seen.names())
+        assert manager.is_leader()
+        assert [c.name for c in manager.controllers] == ["configmaps"]
+        manager.stop()
+        await asyncio.wait_for(task, WAIT)  # returns: a graceful stop is not an error
+    assert not manager.is_leader()
+    with pytest.raises(ManagerError, match="runs once"):
+        await manager.run()
+
+
+async def test_two_managers_one_leads_and_the_other_takes_over_after_a_crash(
+    target: Target,
+) -> None:
+    clock = FakeClock()
+    seen_a, seen_b = Seen(), Seen()
+    a = manager_for(target, seen_a, identity="a", clock=clock, release=False)
+    b = manager_for(target, seen_b, identity="b", clock=clock)
+    await create_configmap(target, "cm", {"x": "1"})
+    async with running(a) as task_a:
+        await asyncio.wait_for(a.wait_elected(), WAIT)
+        async with running(b):
+            await seen_a.wait_for(lambda: "cm" in seen_a.names())
+            await eventually(lambda: b.elector is not None and b.elector.get_leader() == "a", clock)
+            for _ in range(20):  # b keeps following while a renews
+                await clock.advance(0.5)
+            assert not b.is_leader()
+            assert seen_b.requests == []
+            assert await lease_holder(target, "kr-test-lease") == "a"
+            # a crashes: it stops without releasing its lease.
+            task_a.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task_a
+            assert await lease_holder(target, "kr-test-lease") == "a"
+            await eventually(b.is_leader, clock)
+            await seen_b.wait_for(lambda: "cm" in seen_b.names())
+            assert await lease_holder(target, "kr-test-lease") == "b"
+
+
+async def test_a_graceful_stop_releases_the_lease_for_the_other(target: Target) -> None:
+    clock = FakeClock()
+    seen_a, seen_b = Seen(), Seen()
+    a = manager_for(target, seen_a, identity="a", clock=clock)
+    b = manager_for(target, seen_b, identity="b", clock=clock)
+    async with running(a) as task_a:
+        await asyncio.wait_for(a.wait_elected(), WAIT)
+        async with running(b):
+            await eventually(lambda: b.elector is not None and b.elector.get_leader() == "a", clock)
+            a.stop()
+            await asyncio.wait_for(task_a, WAIT)
+            assert await lease_holder(target, "kr-test-lease") == ""
+            started = clock.now()
+            await eventually(b.is_leader, clock)
+            # Within about one retry period of b (2 s, jittered up to 4.4 s; the fake
+            # clock moves on while b's requests are in flight), not a lease duration.
+            assert clock.now() - started < 10
+
+
+async def test_a_stolen_lease_stops_reconciling_and_run_raises(target: Target) -> None:
+    clock = FakeClock()
+    seen = Seen()
+    a = manager_for(target, seen, identity="a", clock=clock)
+    async with running(a) as task:
+        await asyncio.wait_for(a.wait_elected(), WAIT)
+        path = LEASES.object_path(target.namespace, "kr-test-lease")
+        # Unconditionally (a merge patch): a's renewals go on meanwhile.
+        await target.client.patch(path, {"spec": {"holderIdentity": "intruder"}})
+        await eventually(lambda: not a.is_leader(), clock, limit=30)
+        assert a.controllers == []
+        with pytest.raises(LeaderElectionLostError, match="held by intruder"):
+            await asyncio.wait_for(task, WAIT)
+
+
+async def fetch(url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.get(url) as resp:
+        return resp.status, await resp.text()
+
+
+async def test_metrics_and_probes_are_served_over_http(target: Target) -> None:
+    await create_configmap(target, "m1", {"a": "1"})
+    seen = Seen()
+    manager = manager_for(target, seen, identity="solo", metrics_port=0, health_port=0)
+    async with running(manager):
+        await asyncio.wait_for(manager.wait_elected(), WAIT)
+        await seen.wait_for(lambda: "m1" in seen.names())
+        assert manager.metrics_url is not None
+        assert manager.health_url is not None
+        assert manager.metrics_url.rsplit(":", 1)[1] != manager.health_url.rsplit(":", 1)[1]
+        assert await fetch(manager.health_url + "/healthz") == (200, "ok")
+        assert await fetch(manager.health_url + "/readyz") == (200, "ok")
+        status, body = await fetch(manager.metrics_url)
+        assert status == 200
+        values = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(body)
+            for s in family.samples
+        }
+        ok = ("controller", "configmaps"), ("result", "success")
+        assert values[("controller_runtime_reconcile_total", ok)] >= 1
+        assert values[("controller_runtime_max_concurrent_reconciles", (ok[0],))] == 1
+        assert values[("leader_election_master_status", (("name", "kr-test-lease"),))] == 1
+        assert (
+            values[("workqueue_adds_total", (("controller", "configmaps"), ("name", "configmaps")))]
+            >= 1
+        )
+        assert values[("kubereflector_informer_synced", (("resource", "configmaps"),))] == 1
+        assert any(
+            name == "rest_client_requests_total" and dict(labels).get("code") == "200"
+            for name, labels in values
+        )
+
+
+def plain_reconciler(
+    manager: Manager, seen: list[tuple[str, str]], reconciled: threading.Event
+) -> Callable[[Request], None]:
+    """A plain-function reconciler that marks each ConfigMap through the sync client."""
+
+    def reconcile(request: Request) -> None:
+        configmaps = manager.sync_client.resource("configmaps", namespace=request.namespace)
+        configmaps.patch(request.name, {"metadata": {"annotations": {"seen-by": "plain"}}})
+        seen.append((request.name, threading.current_thread().name))
+        reconciled.set()
+
+    return reconcile
+
+
+async def annotation(target: Target, name: str) -> str | None:
+    cm = await target.client.get(f"/api/v1/namespaces/{target.namespace}/configmaps/{name}")
+    return (cm["metadata"].get("annotations") or {}).get("seen-by")
+
+
+async def test_run_sync_runs_plain_function_reconcilers_on_threads(target: Target) -> None:
+    await create_configmap(target, "t1", {"a": "1"})
+    seen: list[tuple[str, str]] = []
+    reconciled = threading.Event()
+    manager = Manager(config_of(target), namespace=target.namespace)
+    with pytest.raises(ManagerError, match="no event loop yet"):
+        manager.sync_client  # noqa: B018
+    manager.reconciler("configmaps", reconcile=plain_reconciler(manager, seen, reconciled))
+    runner = asyncio.create_task(asyncio.to_thread(manager.run_sync))
+    try:
+        assert await asyncio.to_thread(reconciled.wait, WAIT)
+    finally:
+        manager.stop()
+        await asyncio.wait_for(runner, WAIT)
+    assert seen[0][0] == "t1"
+    assert seen[0][1].startswith("reconcile-configmaps")
+    assert await annotation(target, "t1") == "plain"
+    with pytest.raises(RuntimeError, match=r"await manager\.run"):
+        Manager(config_of(target)).run_sync()
+
+
+async def test_plain_function_reconcilers_write_through_the_sync_client_in_asyncio_too(
+    target: Target,
+) -> None:
+    await create_configmap(target, "t2", {"a": "1"})
+    seen: list[tuple[str, str]] = []
+    reconciled = threading.Event()
+    manager = Manager(config_of(target), namespace=target.namespace)
+    manager.reconciler("configmaps", reconcile=plain_reconciler(manager, seen, reconciled))
+    async with running(manager):
+        assert await asyncio.to_thread(reconciled.wait, WAIT)
+        # On the manager's own loop, blocking would deadlock: refused.
+        with pytest.raises(RuntimeError, match="own thread"):
+            manager.sync_client.resource("configmaps", namespace=target.namespace).get("t2")
+    assert await annotation(target, "t2") == "plain"
+
+
+async def test_registration_is_checked(target: Target) -> None:
+    manager = Manager(config_of(target), namespace=target.namespace)
+
+    @manager.reconciler("configmaps", owns=["configmaps"], max_concurrent_reconciles=2)
+    async def reconcile(request: Request) -> None:
+        return None
+
+    assert reconcile.__name__ == "reconcile"  # the decorator returns the function
+    with pytest.raises(ValueError, match="exists already"):
+        manager.reconciler("configmaps", reconcile=reconcile)
+    with pytest.raises(TypeError, match="resource name, mapper"):
+        manager.reconciler("pods", watches=["configmaps"], name="x")  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="max_concurrent_reconciles"):
+        manager.reconciler("pods", max_concurrent_reconciles=0)
+    manager.reconciler("no-such-things", reconcile=reconcile, name="unknown")
+    with pytest.raises(LookupError, match="no-such-things"):
+        await manager.run(handle_signals=False)
+    with pytest.raises(TypeError, match="ClientConfig or a Client"):
+        Manager("https://example")  # type: ignore[arg-type]
