@@ -16,7 +16,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: test lint typecheck pytest docs test-all-pythons fault-campaign bench demo clean fuzz
+.PHONY: test lint typecheck pytest docs fuzz test-all-pythons fault-campaign bench demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

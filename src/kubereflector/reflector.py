@@ -227,8 +227,8 @@ class Reflector:
     from then on. An object of the wrong kind (with ``expected_kind``) or
     without metadata, and an object the store rejects (e.g. no name), is logged
     by key and skipped: it never breaks the watch. A resourceVersion that is not
-    a string is ignored (logged once): the Reflector keeps the last good one.
-    Log lines and errors name the ListerWatcher by its ``str()`` (a
+    a string is ignored (logged once): the Reflector keeps the last good one. Log
+    lines and errors name the ListerWatcher by its ``str()`` (a
     ``ResourceListWatch``: the resource and its URL).
 
     ``options`` (:class:`ReflectorOptions`) tune listing, watching and recovery;

@@ -85,20 +85,6 @@ async def test_testing_your_own_controller_example() -> None:
     await namespace["test_a_missed_delete_reaches_the_handler_as_a_tombstone"]()
 
 
-def test_reflector_options_example() -> None:
-    from kubereflector import ReflectorOptions
-    from kubereflector.client import ClientConfig
-
-    factory = _run("Tuning recovery: ReflectorOptions")["tuned_factory"](
-        ClientConfig(server="https://kube.example:6443")
-    )
-    try:
-        assert factory._reflector_options == ReflectorOptions(idle_timeout=45, backoff_cap=120)
-        assert factory._custom_options["events"].page_size == 200
-    finally:
-        asyncio.run(factory.shutdown())
-
-
 @pytest.mark.asyncio
 async def test_writing_to_the_cluster_example() -> None:
     from kubereflector.client import Client, load_config
@@ -124,6 +110,20 @@ async def test_writing_to_the_cluster_example() -> None:
         await namespace["announce"](client, scaled)
         (event,) = server.objects("events.events.k8s.io", namespace="shop")
         assert (event["reason"], event["regarding"]["name"]) == ("Scaled", "web")
+
+
+def test_reflector_options_example() -> None:
+    from kubereflector import ReflectorOptions
+    from kubereflector.client import ClientConfig
+
+    factory = _run("Tuning recovery: ReflectorOptions")["tuned_factory"](
+        ClientConfig(server="https://kube.example:6443")
+    )
+    try:
+        assert factory._reflector_options == ReflectorOptions(idle_timeout=45, backoff_cap=120)
+        assert factory._custom_options["events"].page_size == 200
+    finally:
+        asyncio.run(factory.shutdown())
 
 
 def test_work_queue_example() -> None:

@@ -332,6 +332,16 @@ class ResourceClient:
             )
         return validate_namespace(namespace)
 
+    @property
+    def url(self) -> str:
+        """The collection URL requests go to, for logs
+        (``https://host:6443/api/v1/namespaces/default/pods``); until discovery has
+        resolved the resource, the server and the name asked for."""
+        info = self._info
+        if info is None:
+            return f"{self.client.server} ({self._name})"
+        return self.client.server + info.api_path(self.namespace)
+
     def __str__(self) -> str:
         """The resource and its collection's URL, for log lines and errors:
         ``pods at https://host:6443/api/v1/namespaces/default/pods`` (before the
