@@ -90,7 +90,7 @@ class Watched:
 
         try:
             await asyncio.wait_for(wait(), WAIT)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # not TimeoutError before Python 3.11
             raise AssertionError(
                 f"timed out waiting until {what}; have {sorted(self.names())}"
             ) from None
@@ -220,7 +220,7 @@ async def test_a_bad_label_is_a_terminal_error_with_a_warning(target: Target) ->
             async def wait_warned() -> None:
                 while not await warned():
                     cms.changed.clear()
-                    with contextlib.suppress(TimeoutError):
+                    with contextlib.suppress(asyncio.TimeoutError):  # 3.10: not TimeoutError
                         await asyncio.wait_for(cms.changed.wait(), 0.5)
 
             await asyncio.wait_for(wait_warned(), WAIT)
