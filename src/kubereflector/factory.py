@@ -141,9 +141,11 @@ class _TweakedListerWatcher:
     def watch(self, options: ListOptions) -> WatchStream:
         return self._inner.watch(self._apply(options))
 
-    def __str__(self) -> str:
-        """The inner ListerWatcher's ``str()``, which names it in log lines."""
-        return str(self._inner)
+    @property
+    def url(self) -> str | None:
+        """The inner ListerWatcher's ``url``, for logs (see ``Reflector.source``)."""
+        url = getattr(self._inner, "url", None)
+        return url if isinstance(url, str) else None
 
     def __repr__(self) -> str:
         return f"{self._inner!r} (tweaked)"

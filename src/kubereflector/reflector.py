@@ -704,7 +704,7 @@ class Reflector:
                 "ignored, resourceVersion stays %r",
                 self.name,
                 what,
-                self._lw,
+                self.source,
                 type(rv).__name__,
                 reprlib.repr(rv),
                 self._last_sync_rv,

@@ -554,11 +554,8 @@ REFUSED_BY_ETCD = ApiError(400, "BadRequest", f"invalid resource version: {INVAL
 async def test_a_resource_version_that_is_not_a_string_is_ignored_and_logged_once(
     value: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    class Named(ScriptedListerWatcher):
-        def __str__(self) -> str:  # the Reflector names its ListerWatcher by str()
-            return "pods at https://kube.example:6443/api/v1/pods"
-
-    lw = Named()
+    lw = ScriptedListerWatcher()
+    lw.url = "https://kube.example:6443/api/v1/pods"  # type: ignore[attr-defined]
     lw.lists.append(ListResult([pod("a", "5")], "10"))
     gate = asyncio.Event()
     lw.watches.append(
