@@ -1,13 +1,22 @@
-# `make test` and `make demo` set themselves up: they create .venv/ at the repo root
-# and install the package with its extras the first time (and again when
-# pyproject.toml changes); afterwards they only run.
-PYTHON ?= python3
-VENV := .venv
+# `make test` and `make demo` set themselves up: they create a virtualenv at the
+# repo root and install the package with its extras the first time (and again
+# when pyproject.toml changes); afterwards they only run.
+#
+# The interpreter: `python3` by default, in .venv/. Name another with PYTHON=
+# (`make test PYTHON=python3.13`, or a path): it gets a virtualenv of its own,
+# .venv-3.13/. `make test-all-pythons` runs ruff and mypy once, then the tests
+# under every supported CPython .ci/find-pythons finds (PATH, pyenv).
+ifdef PYTHON
+VENV ?= .venv-$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+else
+PYTHON := python3
+VENV ?= .venv
+endif
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: test lint typecheck pytest docs bench demo clean
+.PHONY: test lint typecheck pytest docs fuzz test-all-pythons fault-campaign bench demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +45,26 @@ pytest: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
+# ruff, mypy and the docs do not depend on the interpreter (mypy checks for 3.10,
+# the oldest supported): they run once; the tests run under each CPython found.
+test-all-pythons: lint typecheck docs
+	@found=$$(.ci/find-pythons); \
+	if [ -z "$$found" ]; then echo "no supported CPython (>= 3.10) found"; exit 1; fi; \
+	echo "$$found" | while read -r version path; do \
+		echo "== pytest on CPython $$version ($$path)"; \
+		$(MAKE) --no-print-directory pytest PYTHON="$$path" VENV=".venv-$$version" || exit 1; \
+	done
+
+# tests/property/test_http_fault_schedules.py runs a few randomized fault
+# schedules over HTTP in every `make test`; this runs SCHEDULES more, from a
+# random first seed (or SEED=...), e.g. `make fault-campaign SCHEDULES=2000`.
+SCHEDULES ?= 300
+fault-campaign: $(STAMP)
+	@seed=$${SEED:-$$($(BIN)/python -c 'import random; print(random.randrange(10**6))')}; \
+	echo "fault schedules, seeds $$seed to $$((seed + $(SCHEDULES) - 1))"; \
+	KUBEREFLECTOR_FAULT_SEED=$$seed KUBEREFLECTOR_FAULT_SCHEDULES=$(SCHEDULES) \
+		$(BIN)/pytest -q tests/property/test_http_fault_schedules.py
+
 # Benchmarks print tables with ratios against peers measured in the same run;
 # nothing in them is asserted by the tests. BENCH_KUBECONFIG=path also measures
 # informers.py's initial sync and memory against that cluster.
@@ -53,5 +82,11 @@ bench: $(BENCH_STAMP)
 demo: $(STAMP)
 	$(BIN)/kubereflector demo
 
+# A longer fuzz campaign than the one `make test` runs (200 examples per test):
+# `make fuzz FUZZ_EXAMPLES=100000`. Hypothesis keeps what it found in .hypothesis/.
+FUZZ_EXAMPLES ?= 20000
+fuzz: $(STAMP)
+	KUBEREFLECTOR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/fuzz -o timeout=0
+
 clean:
-	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-3.* site .mypy_cache .pytest_cache .ruff_cache

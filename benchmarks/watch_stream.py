@@ -73,7 +73,7 @@ async def watch_bare(url: str, events: int) -> int:
 
 
 async def watch_kubereflector(url: str, events: int) -> int:
-    from kubereflector import Cache, Reflector
+    from kubereflector import Cache, Reflector, ReflectorOptions
     from kubereflector.client import Client, ClientConfig, ResourceListWatch
 
     target = str(events + 1)
@@ -89,7 +89,8 @@ async def watch_kubereflector(url: str, events: int) -> int:
     async with Client(ClientConfig(server=url)) as client:
         lw = ResourceListWatch(client, "pods", namespace="stream")
         await lw.list(_list_options())  # resolve discovery before the clock starts
-        reflector = Reflector(lw, store, use_watch_list=False, idle_timeout=None)
+        options = ReflectorOptions(use_watch_list=False, idle_timeout=None)
+        reflector = Reflector(lw, store, options=options)
         task = asyncio.create_task(reflector.run())
         await done.wait()
         task.cancel()
@@ -143,7 +144,7 @@ async def list_bare(url: str, pods: int) -> int:
 
 
 async def list_kubereflector(url: str, pods: int) -> int:
-    from kubereflector import Cache, Reflector
+    from kubereflector import Cache, Reflector, ReflectorOptions
     from kubereflector.client import Client, ClientConfig, ResourceListWatch
 
     synced = asyncio.Event()
@@ -158,8 +159,7 @@ async def list_kubereflector(url: str, pods: int) -> int:
         reflector = Reflector(
             ResourceListWatch(client, "pods", namespace="bench"),
             store,
-            use_watch_list=False,
-            idle_timeout=None,
+            options=ReflectorOptions(use_watch_list=False, idle_timeout=None),
         )
         task = asyncio.create_task(reflector.run())
         await synced.wait()

@@ -116,6 +116,7 @@ from .queue import PopProcessFunc, Queue, QueueClosed, QueueEmpty
 # -- reflector.py --
 from .reflector import (
     Reflector,
+    ReflectorOptions,
     ReflectorStats,
     VeryShortWatchError,
     WatchErrorHandler,
@@ -234,6 +235,7 @@ __all__ = [
     "RealClock",
     "RealFIFO",
     "Reflector",
+    "ReflectorOptions",
     "ReflectorStats",
     "ReflectorStore",
     "Registration",

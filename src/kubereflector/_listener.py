@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import inspect
 import logging
 import threading
@@ -52,6 +53,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
 from ._gc import defer_full_collections
+from ._tasks import cancel_requested, create_task
 from .keys import deletion_handling_meta_namespace_key_func
 
 __all__ = ["ADD", "DELETE", "UPDATE", "Calls", "Listener", "Notification", "Route"]
@@ -106,6 +108,16 @@ def _key_of(notification: Notification) -> str:
 
 async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
+
+
+def _settle(outcome: concurrent.futures.Future[Any], task: asyncio.Task[Any]) -> None:
+    """Copy ``task``'s outcome to ``outcome`` (a done callback, on the loop)."""
+    if task.cancelled():
+        outcome.cancel()
+    elif task.exception() is not None:
+        outcome.set_exception(task.exception())
+    else:
+        outcome.set_result(task.result())
 
 
 def _discard(awaitable: object) -> None:
@@ -208,7 +220,7 @@ class Listener:
         self._finished = False
         self._task: asyncio.Task[None] | None = None
         self._waiter: asyncio.Future[None] | None = None
-        self._inflight: concurrent.futures.Future[Any] | None = None
+        self._inflight: asyncio.Task[Any] | None = None  # a thread consumer's coroutine
         self._done_waiters: list[asyncio.Future[None]] = []
         # Open while a relist's notifications, or any for a thread consumer, are
         # buffered; see add_batch.
@@ -339,7 +351,7 @@ class Listener:
         if stopped:
             self._mark_finished()
             return
-        self._task = loop.create_task(self._task_main(), name=f"kubereflector handler {self.name}")
+        self._task = create_task(loop, self._task_main(), name=f"kubereflector handler {self.name}")
 
     def stop(self, *, cancel: bool = False) -> None:
         """Drop what is buffered and end the consumer after the notification in hand.
@@ -364,15 +376,15 @@ class Listener:
         if not started:
             self._mark_finished()
             return
-        if cancel:
-            if inflight is not None:
-                inflight.cancel()
-            if task is not None and loop is not None:
+        if cancel and loop is not None:
+            for running in (inflight, task):
+                if running is None:
+                    continue
                 if loop is _running_loop():
-                    task.cancel()
+                    running.cancel()
                 else:
                     with contextlib.suppress(RuntimeError):
-                        loop.call_soon_threadsafe(task.cancel)
+                        loop.call_soon_threadsafe(running.cancel)
 
     async def wait_stopped(self) -> None:
         """Return once the consumer has ended (at once if it never started)."""
@@ -459,7 +471,7 @@ class Listener:
                             await (fn(a) if kind == DELETE else fn(a, b))
                             self._delivered += 1
                         except asyncio.CancelledError:
-                            if self._cancel or _being_cancelled():
+                            if self._cancel or cancel_requested(self._task):
                                 raise
                             self._log_failure(taken)
                         except Exception:
@@ -542,21 +554,35 @@ class Listener:
             self._mark_finished()
 
     def _await_on_loop(self, awaitable: Any) -> None:
+        """Run ``awaitable`` in a task on the loop; block this thread until it ends.
+
+        ``stop(cancel=True)`` cancels that task (also when it has not started
+        yet), and this returns or raises only once the coroutine has really
+        finished: a stopped informer leaves none of its handlers running, on
+        every Python version. Raises what the coroutine raised, or
+        ``concurrent.futures.CancelledError`` if it ended cancelled.
+        """
         loop = self._loop
         assert loop is not None
         coro = awaitable if asyncio.iscoroutine(awaitable) else _await(awaitable)
+        outcome: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def start() -> None:
+            task = loop.create_task(coro)
+            task.add_done_callback(functools.partial(_settle, outcome))
+            with self._cond:
+                self._inflight = task
+                cancel = self._cancel
+            if cancel:
+                task.cancel()
+
         try:
-            cfut = asyncio.run_coroutine_threadsafe(coro, loop)
-        except RuntimeError:
+            loop.call_soon_threadsafe(start)
+        except RuntimeError:  # the loop is closed
             _discard(coro)
             raise
-        with self._cond:
-            self._inflight = cfut
-            cancel = self._cancel
-        if cancel:
-            cfut.cancel()
         try:
-            cfut.result()
+            outcome.result()
         finally:
             with self._cond:
                 self._inflight = None
@@ -564,10 +590,3 @@ class Listener:
     def __repr__(self) -> str:
         kind = "thread" if self.uses_thread else "task"
         return f"<Listener {self.name} {kind} pending={len(self.buffer)}>"
-
-
-def _being_cancelled() -> bool:
-    """Whether the current task was asked to stop (always assumed on Python 3.10)."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)
-    return cancelling is None or bool(cancelling())

@@ -41,6 +41,24 @@ class WatchListUnsupportedError(Exception):
     """A watch-list stream ended without the bookmark that closes its initial events."""
 
 
+def resource_version_of(value: object) -> str:
+    """The resourceVersion to record from an object's ``metadata.resourceVersion``:
+    ``value`` itself when it is a string, else ``""`` (absent: the last one stays).
+
+    client-go reads a resourceVersion that is not a string as ``""``. Strings are
+    opaque and kept as the server gave them; one the server later refuses is
+    caught by :func:`is_invalid_resource_version`. A value that is neither a
+    string nor ``None`` is malformed (:func:`is_malformed_resource_version`).
+    """
+    return value if isinstance(value, str) else ""
+
+
+def is_malformed_resource_version(value: object) -> bool:
+    """A resourceVersion present but not a string (an object, a number): a server
+    or proxy bug, worth a log line."""
+    return value is not None and not isinstance(value, str)
+
+
 def relist_resource_version(last_sync: str, unavailable: bool) -> str:
     """RV to list at: ``"0"`` first (watch cache), then the last synced RV, or ``""``
     (a consistent read) once that RV is known to be unavailable."""
@@ -87,6 +105,35 @@ def is_expired(err: BaseException) -> bool:
 
 def is_too_large_resource_version(err: BaseException) -> bool:
     return isinstance(err, TooLargeResourceVersionError)
+
+
+_INVALID_RV_MESSAGE = "resourceVersion: Invalid value"
+
+
+def is_invalid_resource_version(err: BaseException) -> bool:
+    """The server refused the resourceVersion it was sent as malformed.
+
+    kube-apiserver (checked on v1.28.7) answers a watch, or a list its watch
+    cache serves, with ``500`` and no reason (``resourceVersion: Invalid value:
+    "x": strconv.ParseUint: ...``), and a list it sends to etcd (a ``limit``
+    with a resourceVersion other than ``"0"``) with ``400 BadRequest`` (``invalid
+    resource version: resourceVersion: Invalid value: ...``). A ``422`` whose
+    causes name the ``resourceVersion`` field counts too.
+    """
+    if not isinstance(err, ApiError) or err.status not in (400, 422, 500):
+        return False
+    if _INVALID_RV_MESSAGE in err.message:
+        return True
+    causes = err.details.get("causes") if isinstance(err.details, Mapping) else None
+    return isinstance(causes, list) and any(
+        isinstance(cause, Mapping) and cause.get("field") == "resourceVersion" for cause in causes
+    )
+
+
+def is_resource_version_unavailable(err: BaseException) -> bool:
+    """The resourceVersion asked for cannot be served (expired, too large, or
+    refused as invalid): sync again at ``""``, the current state."""
+    return is_expired(err) or is_too_large_resource_version(err) or is_invalid_resource_version(err)
 
 
 def is_too_many_requests(err: BaseException) -> bool:
@@ -140,6 +187,7 @@ class WatchAction(enum.Enum):
     REWATCH = "rewatch"  # at once, from the last RV
     BACKOFF_REWATCH = "backoff-rewatch"  # after backoff (and Retry-After), from the last RV
     END_CYCLE = "end-cycle"  # give up this cycle: relist after backoff
+    RELIST_CURRENT = "relist-current"  # the last RV was refused: relist at "" after backoff
 
 
 def classify_watch_error(err: BaseException, retry_internal: bool) -> WatchAction:
@@ -149,6 +197,8 @@ def classify_watch_error(err: BaseException, retry_internal: bool) -> WatchActio
     """
     if isinstance(err, WatchStalledError):
         return WatchAction.REWATCH
+    if is_invalid_resource_version(err):  # before the 500s: retrying the same RV is futile
+        return WatchAction.RELIST_CURRENT
     if is_watch_error_retriable(err):
         return WatchAction.BACKOFF_REWATCH
     if is_internal_error(err) and retry_internal:

@@ -47,23 +47,25 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, TypeVar
 
 import aiohttp
 import msgspec
 import yaml
 
 from ._cli_tables import render_table
+from ._timeout import within
 from .backoff import Clock, RealClock
 from .client import (
     Client,
+    ClientConfig,
     ConfigError,
     ResourceInfo,
     ResourceListWatch,
     UnknownResourceError,
     load_config,
 )
-from .client.paths import quote_segment, validate_name
+from .client.paths import quote_segment, validate_name, validate_namespace
 from .errors import ApiError, ForbiddenError, UnauthorizedError
 from .keys import (
     DeletedFinalStateUnknown,
@@ -96,6 +98,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 _log = logging.getLogger("kubereflector.cli")
+_T = TypeVar("_T")
 
 
 class _UsageError(Exception):
@@ -247,6 +250,13 @@ class ObservedListWatch:
 
     def watch(self, options: ListOptions) -> WatchStream:
         return _ObservedWatch(self.inner, options, self.observer)
+
+    @property
+    def url(self) -> str | None:
+        """The observed ListerWatcher's ``url``, if it has one (the Reflector's log
+        lines name what it watches by it)."""
+        url = getattr(self.inner, "url", None)
+        return url if isinstance(url, str) else None
 
 
 class _ObservedWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent]]):
@@ -435,8 +445,14 @@ class _Target:
     namespace: str | None
 
 
-def _check_selectors(args: argparse.Namespace) -> None:
-    """Parse the selectors locally, so a malformed one is reported before any request."""
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Check the namespace and parse the selectors locally, so that a malformed one
+    is reported before any request."""
+    if args.namespace:
+        try:
+            validate_namespace(args.namespace)
+        except ValueError as err:
+            raise _UsageError(f"-n/--namespace: {err}") from None
     _check_selector("label", args.selector or "", LabelSelector.parse)
     _check_selector("field", args.field_selector or "", FieldSelector.parse)
 
@@ -452,28 +468,48 @@ def _check_selector(kind: str, text: str, parse: Callable[[str], object]) -> Non
 
 
 @contextlib.asynccontextmanager
-async def _connect(args: argparse.Namespace, ctx: _Context) -> AsyncIterator[_Target]:
+async def _connect(
+    args: argparse.Namespace, ctx: _Context, deadline: float | None = None
+) -> AsyncIterator[_Target]:
     """Load the config, resolve the resource and make one small list request, so that
     configuration, discovery, authentication and authorization errors surface here,
-    once, instead of inside the informer's retry loop."""
+    once, instead of inside the informer's retry loop. ``deadline`` (on the
+    context's clock) bounds all of it, credential plugins included."""
     config = load_config(args.kubeconfig, args.context)
     ctx.context = config.context
     async with Client(config) as client:
         ctx.server = client.server
-        info = await client.discovery.resolve(args.resource)
-        namespace: str | None = None
-        if info.namespaced and not args.all_namespaces:
-            namespace = args.namespace or config.namespace
-        lister_watcher = ResourceListWatch(
-            client,
-            info,
-            namespace=namespace,
-            label_selector=args.selector,
-            field_selector=args.field_selector,
-            metadata_only=getattr(args, "metadata_only", False),
-        )
-        await lister_watcher.list(ListOptions(limit=1))
-        yield _Target(client, info, lister_watcher, namespace)
+        yield await _by_deadline(args, ctx, deadline, _target(args, config, client))
+
+
+async def _by_deadline(
+    args: argparse.Namespace, ctx: _Context, deadline: float | None, work: Awaitable[_T]
+) -> _T:
+    """``await work``, or a one-line error once the context's clock reaches ``deadline``."""
+    seconds = None if deadline is None else max(0.0, deadline - ctx.clock.now())
+    try:
+        return await within(ctx.clock, seconds, work)
+    except TimeoutError:
+        raise _CliError(
+            f"timed out after {args.timeout} connecting to the API server at {ctx.server}"
+        ) from None
+
+
+async def _target(args: argparse.Namespace, config: ClientConfig, client: Client) -> _Target:
+    info = await client.discovery.resolve(args.resource)
+    namespace: str | None = None
+    if info.namespaced and not args.all_namespaces:
+        namespace = args.namespace or config.namespace
+    lister_watcher = ResourceListWatch(
+        client,
+        info,
+        namespace=namespace,
+        label_selector=args.selector,
+        field_selector=args.field_selector,
+        metadata_only=getattr(args, "metadata_only", False),
+    )
+    await lister_watcher.list(ListOptions(limit=1))
+    return _Target(client, info, lister_watcher, namespace)
 
 
 def _is_fatal(err: BaseException) -> bool:
@@ -699,15 +735,17 @@ def _print_keys(ctx: _Context, informer: SharedIndexInformer, what: str, output:
 
 
 async def _cmd_get(args: argparse.Namespace, ctx: _Context) -> int:
-    timeout = _duration_arg(args.timeout, "--timeout")
-    async with _connect(args, ctx) as target:
+    deadline = ctx.clock.now() + _duration_arg(args.timeout, "--timeout")
+    async with _connect(args, ctx, deadline) as target:
         what = target.info.resource
-        columns = await _printer_columns(target) if args.output in ("table", "wide") else []
+        columns = []
+        if args.output in ("table", "wide"):
+            columns = await _by_deadline(args, ctx, deadline, _printer_columns(target))
         printer = _GetPrinter(args.output, target, columns)
         progress = _ListProgress(ctx.stderr, what, enabled=ctx.tty, clock=ctx.clock)
         run = _InformerRun(target, ctx, observer=progress, strip=True)
         async with run:
-            synced = await run.wait_synced(timeout)
+            synced = await run.wait_synced(max(0.0, deadline - ctx.clock.now()))
             progress.finish()
             if not synced:
                 if ctx.stop.is_set():
@@ -982,7 +1020,10 @@ def _build_parser(ctx: _Context) -> _Parser:
         "as kubectl prints it, names: cache keys, json, yaml: a List of the cached objects",
     )
     get.add_argument(
-        "--timeout", metavar="DURATION", default="60s", help="give up syncing after this"
+        "--timeout",
+        metavar="DURATION",
+        default="60s",
+        help="give up after this: connecting, discovery and syncing together",
     )
     get.add_argument(
         "-w",
@@ -1138,7 +1179,7 @@ async def amain(
     with _logging(ctx):
         try:
             if hasattr(args, "selector"):
-                _check_selectors(args)
+                _check_arguments(args)
             return await handler(args, ctx)
         except Exception as err:
             if ctx.debug:

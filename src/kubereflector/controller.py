@@ -33,7 +33,7 @@ from .fifo import RealFIFO
 from .keys import DeletedFinalStateUnknown, T, T_contra, deletion_handling_meta_namespace_key_func
 from .listwatch import ListerWatcher
 from .queue import Item, PopProcessFunc, Queue, QueueClosed
-from .reflector import Reflector, WatchErrorHandler
+from .reflector import Reflector, ReflectorOptions, WatchErrorHandler
 from .store import Cache, Indexer, IndexFunc, Store
 
 __all__ = [
@@ -429,9 +429,9 @@ class Controller(Generic[Item]):
     deltas (client-go's ``ProcessBatch``). Same rules as ``process``.
 
     ``full_resync_period`` (seconds, ``0``: never), ``should_resync``,
-    ``on_watch_error``, ``page_size``, ``min_watch_timeout``, ``use_watch_list``,
-    ``expected_kind``, ``backoff`` and ``clock`` configure the Reflector; see
-    :class:`~kubereflector.Reflector`.
+    ``on_watch_error``, ``reflector_options`` (a
+    :class:`~kubereflector.ReflectorOptions`), ``expected_kind``, ``backoff``
+    and ``clock`` configure the Reflector; see :class:`~kubereflector.Reflector`.
     """
 
     def __init__(
@@ -445,9 +445,7 @@ class Controller(Generic[Item]):
         full_resync_period: float = 0,
         should_resync: Callable[[], bool] | None = None,
         on_watch_error: WatchErrorHandler | None = None,
-        page_size: int | None = None,
-        min_watch_timeout: float = 300,
-        use_watch_list: bool = True,
+        reflector_options: ReflectorOptions | None = None,
         clock: Clock | None = None,
         backoff: Backoff | None = None,
         name: str | None = None,
@@ -466,9 +464,7 @@ class Controller(Generic[Item]):
             expected_kind=expected_kind,
             resync_period=full_resync_period,
             should_resync=should_resync,
-            page_size=page_size,
-            use_watch_list=use_watch_list,
-            min_watch_timeout=min_watch_timeout,
+            options=reflector_options,
             clock=clock,
             backoff=backoff,
             on_watch_error=on_watch_error,

@@ -70,6 +70,7 @@ from .delta_fifo import TransformFunc
 from .keys import KubeObject
 from .listers import Lister
 from .listwatch import ListerWatcher, ListOptions, ListResult, WatchStream
+from .reflector import ReflectorOptions, checked_options
 from .shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
 from .store import NAMESPACE_INDEX, meta_namespace_index_func
 
@@ -141,6 +142,12 @@ class _TweakedListerWatcher:
     def watch(self, options: ListOptions) -> WatchStream:
         return self._inner.watch(self._apply(options))
 
+    @property
+    def url(self) -> str | None:
+        """The inner ListerWatcher's ``url``, for logs (see ``Reflector.source``)."""
+        url = getattr(self._inner, "url", None)
+        return url if isinstance(url, str) else None
+
     def __repr__(self) -> str:
         return f"{self._inner!r} (tweaked)"
 
@@ -160,11 +167,16 @@ class _FactoryBase:
         tweak_list_options: TweakListOptionsFunc | None = None,
         transform: TransformFunc | None = None,
         custom_resync: Mapping[str, float] | None = None,
+        reflector_options: ReflectorOptions | None = None,
+        custom_reflector_options: Mapping[str, ReflectorOptions] | None = None,
         object_mode: ObjectMode = "dict",
     ) -> None:
         from .client.config import ClientConfig
+        from .client.paths import validate_namespace
         from .client.rest import Client
 
+        if namespace:
+            validate_namespace(namespace)  # fail here, not in every informer's first list
         if default_resync < 0:
             raise ValueError(f"default_resync must be >= 0 (got {default_resync})")
         custom = dict(custom_resync or {})
@@ -173,6 +185,12 @@ class _FactoryBase:
                 raise TypeError(f"custom_resync keys are resource names, not {name!r}")
             if period < 0:
                 raise ValueError(f"custom_resync[{name!r}] must be >= 0 (got {period})")
+        options = checked_options(reflector_options, "reflector_options")
+        custom_options = dict(custom_reflector_options or {})
+        for name, value in custom_options.items():
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"custom_reflector_options keys are resource names, not {name!r}")
+            checked_options(value, f"custom_reflector_options[{name!r}]")
         if tweak_list_options is not None and not callable(tweak_list_options):
             raise TypeError("tweak_list_options must be callable")
         if transform is not None and not callable(transform):
@@ -194,7 +212,10 @@ class _FactoryBase:
         self._transform = transform
         self._object_mode = _check_object_mode(object_mode)
         self._custom_resync = custom
-        # name in custom_resync -> (group, resource), once discovery resolved it
+        self._reflector_options = options
+        self._custom_options = custom_options
+        # name in custom_resync or custom_reflector_options -> (group, resource),
+        # once discovery resolved it
         self._custom_keys: dict[str, tuple[str, str]] = {}
         self._lock = threading.RLock()
         self._entries: dict[tuple[str, str], _Entry] = {}
@@ -316,9 +337,9 @@ class _FactoryBase:
 
     async def _load_discovery(self) -> None:
         """On the factory's loop: fetch discovery (unless cached) and resolve the
-        names of ``custom_resync``."""
+        names of ``custom_resync`` and ``custom_reflector_options``."""
         discovery = self._client.discovery
-        for name in self._custom_resync:
+        for name in {**self._custom_resync, **self._custom_options}:
             if name not in self._custom_keys:
                 info = await discovery.resolve(name)
                 with self._lock:
@@ -343,27 +364,30 @@ class _FactoryBase:
         informer = SharedIndexInformer(
             lw,
             expected_kind=info.kind or None,
-            default_resync=self._resync_for(info),
+            default_resync=float(self._custom_for(info, self._custom_resync, self._default_resync)),
             indexers={NAMESPACE_INDEX: meta_namespace_index_func},
+            reflector_options=self._custom_for(info, self._custom_options, self._reflector_options),
             object_mode=self._object_mode,
         )
         if self._transform is not None:
             informer.set_transform(self._transform)
         return informer
 
-    def _resync_for(self, info: ResourceInfo) -> float:
+    def _custom_for(self, info: ResourceInfo, custom: Mapping[str, T], default: T) -> T:
+        """The value ``custom`` gives the resource ``info`` (by any of its names), or
+        ``default``."""
         from .client.discovery import _Index
 
-        period = self._default_resync
-        for name, custom in self._custom_resync.items():
+        value = default
+        for name, candidate in custom.items():
             key = self._custom_keys.get(name)
             if key is not None:
                 matches = key == (info.group, info.resource)
             else:  # discovery not loaded yet: does the name denote this resource?
                 matches = _Index([info]).find(name) is not None
             if matches:
-                period = float(custom)
-        return period
+                value = candidate
+        return value
 
     # -- modes ----------------------------------------------------------------------------
 
@@ -547,16 +571,21 @@ class SharedInformerFactory(_FactoryBase):
     the Client, uses it on its loop and closes it at shutdown).
 
     Every informer lists and watches ``namespace`` (``None``: all namespaces;
-    ignored for cluster-scoped resources), has a namespace index
+    ignored for cluster-scoped resources; ``ValueError`` here unless it is a
+    DNS-1123 label), has a namespace index
     (:data:`~kubereflector.NAMESPACE_INDEX`), applies ``transform`` (see
     :meth:`SharedIndexInformer.set_transform
     <kubereflector.SharedIndexInformer.set_transform>`) and passes the options
     of every list and watch through ``tweak_list_options``. ``default_resync``
     (seconds, ``0``: never) is each informer's default resync period;
     ``custom_resync`` maps resource names (any name :meth:`informer_for`
-    accepts) to a period that replaces it for that resource. ``object_mode``
-    (``"dict"``, the default, or ``"compact"``) is every informer's (see
-    :class:`~kubereflector.SharedIndexInformer`).
+    accepts) to a period that replaces it for that resource. In the same way
+    ``reflector_options`` (a :class:`~kubereflector.ReflectorOptions`; ``None``:
+    the defaults) tunes how every informer lists, watches and recovers, and
+    ``custom_reflector_options`` replaces it for the resources it names (derive
+    one from the default with ``dataclasses.replace(default, page_size=100)``).
+    ``object_mode`` (``"dict"``, the default, or ``"compact"``) is every
+    informer's (see :class:`~kubereflector.SharedIndexInformer`).
 
     Thread-safety: :meth:`informer_for`, :meth:`lister_for`, :meth:`start` and
     the cache reads may be called from any thread; the coroutines may be

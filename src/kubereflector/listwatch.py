@@ -100,7 +100,9 @@ class ListerWatcher(Protocol):
     """Lists and watches one resource (with its fixed selectors and namespace).
 
     Methods may be called concurrently from one event loop; each ``watch`` call
-    is an independent stream.
+    is an independent stream. The Reflector names it in its log lines and
+    errors by its ``url`` attribute when it has one (as ``ResourceListWatch``
+    does), else by its ``str()``: give it one that says what and where.
     """
 
     async def list(self, options: ListOptions) -> ListResult: ...

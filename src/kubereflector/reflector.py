@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
+import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +42,7 @@ from .store import Cache, ReflectorStore, ResourceVersionUpdater
 
 __all__ = [
     "Reflector",
+    "ReflectorOptions",
     "ReflectorStats",
     "VeryShortWatchError",
     "WatchErrorHandler",
@@ -62,6 +65,134 @@ def default_watch_error_handler(reflector: Reflector, err: BaseException) -> Non
         logger.info("%s: %s", reflector.name, err)
     else:
         logger.warning("%s: list-and-watch failed: %s", reflector.name, err)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReflectorOptions:
+    """How a Reflector lists, watches and recovers: client-go's ``ReflectorOptions``
+    plus what client-go hard-codes, in one immutable value.
+
+    Pass one to :class:`Reflector`, :class:`~kubereflector.Controller`,
+    :class:`~kubereflector.SharedIndexInformer` or
+    :class:`~kubereflector.SharedInformerFactory` (a default for every informer,
+    and per resource). Derive a variant with ``dataclasses.replace(options,
+    idle_timeout=30)``. The defaults are client-go's where it has one; each field
+    says why. Raises ``ValueError`` (naming the field) for a value out of range,
+    ``TypeError`` for one of the wrong type.
+    """
+
+    idle_timeout: float | None = 90.0
+    """Seconds a watch may deliver nothing, not even a bookmark, before it is taken
+    for dead and opened again from the last resourceVersion (``None``: never).
+    API servers send a bookmark about every minute on watches that ask for them,
+    so a longer silence means a connection that died without a FIN (a NAT or a
+    load balancer forgot it): the watch would otherwise hang forever, the most
+    reported watch bug in Python clients. client-go has no such timer."""
+
+    min_watch_timeout: float = 300.0
+    """Each watch asks the server to end it after a random ``[min, 2*min)``
+    seconds (``timeoutSeconds``), after which it is opened again from the last
+    resourceVersion: client-go's 5 minutes, which spreads the reconnects of many
+    clients and lets them rebalance across API servers."""
+
+    page_size: int | None = None
+    """The ``limit`` of each list page. ``None``: 500 (client-go's pager default)
+    for lists at ``"0"`` or ``""``, and no limit for a list at a specific
+    resourceVersion, which the API server's watch cache serves whole. Smaller
+    pages cost more requests and less memory per response; a page size set here
+    applies to lists at a specific resourceVersion too, which the API server
+    then serves from etcd instead of its watch cache."""
+
+    use_watch_list: bool = True
+    """Sync with a watch-list stream (``sendInitialEvents``) first, as client-go's
+    newest informers do: the server streams the state from its watch cache
+    instead of building one large list. A server that refuses it is remembered
+    and listed (paginated) from then on; ``False`` lists from the start."""
+
+    max_internal_error_retry_duration: float = 30.0
+    """Seconds during which watches failing with 500 InternalError are opened
+    again (after backoff) from the last resourceVersion before the Reflector
+    gives up and relists (``0``: relist at the first). The API server's own
+    cacher uses 30 s for etcd losing its leader, which heals within a few
+    seconds: cheaper than every client relisting at once."""
+
+    backoff_initial: float = 0.8
+    """Seconds of the first wait after a failed cycle or a retriable watch error."""
+
+    backoff_factor: float = 2.0
+    """Each consecutive wait is this many times the previous (before jitter)."""
+
+    backoff_cap: float = 30.0
+    """The longest wait before jitter: a recovered server is noticed within it."""
+
+    backoff_jitter: float = 1.0
+    """Each wait is stretched by a random ``[0, jitter)`` of itself, so clients that
+    failed together do not all return at the same instant (``0``: none)."""
+
+    backoff_reset_after: float = 120.0
+    """After this many seconds without a wait, the next starts at ``backoff_initial``
+    again. These five are client-go's Reflector backoff (0.8 s doubling to 30 s,
+    jitter 1.0, reset after 2 minutes)."""
+
+    def __post_init__(self) -> None:
+        if self.idle_timeout is not None:
+            _check_positive(self, "idle_timeout")
+        if self.page_size is not None:
+            if isinstance(self.page_size, bool) or not isinstance(self.page_size, int):
+                raise TypeError(f"page_size must be an int or None (got {self.page_size!r})")
+            _check_positive(self, "page_size")
+        if not isinstance(self.use_watch_list, bool):
+            raise TypeError(f"use_watch_list must be a bool (got {self.use_watch_list!r})")
+        for name in ("min_watch_timeout", "backoff_initial", "backoff_reset_after"):
+            _check_positive(self, name)
+        for name in ("max_internal_error_retry_duration", "backoff_jitter"):
+            _check_number(self, name)
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0 (got {getattr(self, name)!r})")
+        _check_number(self, "backoff_factor")
+        if self.backoff_factor < 1:
+            raise ValueError(f"backoff_factor must be >= 1 (got {self.backoff_factor!r})")
+        _check_number(self, "backoff_cap")
+        if self.backoff_cap < self.backoff_initial:
+            raise ValueError(
+                f"backoff_cap must be >= backoff_initial (got {self.backoff_cap!r} "
+                f"and {self.backoff_initial!r})"
+            )
+
+    def new_backoff(self, clock: Clock) -> Backoff:
+        """A fresh :class:`~kubereflector.Backoff` with these settings, on ``clock``."""
+        return Backoff(
+            self.backoff_initial,
+            self.backoff_factor,
+            self.backoff_cap,
+            self.backoff_jitter,
+            self.backoff_reset_after,
+            clock=clock,
+        )
+
+
+def checked_options(options: object, what: str) -> ReflectorOptions:
+    """``options`` (``None``: the defaults); raises ``TypeError`` naming ``what``
+    for anything but a :class:`ReflectorOptions`."""
+    if options is None:
+        return ReflectorOptions()
+    if not isinstance(options, ReflectorOptions):
+        raise TypeError(f"{what} must be ReflectorOptions, not {type(options).__name__}")
+    return options
+
+
+def _check_number(options: ReflectorOptions, name: str) -> None:
+    value = getattr(options, name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number (got {value!r})")
+    if math.isnan(value):
+        raise ValueError(f"{name} must be a number (got {value!r})")
+
+
+def _check_positive(options: ReflectorOptions, name: str) -> None:
+    _check_number(options, name)
+    if getattr(options, name) <= 0:
+        raise ValueError(f"{name} must be > 0 (got {getattr(options, name)!r})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +227,14 @@ class Reflector:
     the caller's to know what the ListerWatcher decodes); the store owns them
     from then on. An object of the wrong kind (with ``expected_kind``) or
     without metadata, and an object the store rejects (e.g. no name), is logged
-    by key and skipped: it never breaks the watch.
+    by key and skipped: it never breaks the watch. A resourceVersion that is not
+    a string is ignored (logged once): the Reflector keeps the last good one. Log
+    lines and errors name what is watched by :attr:`source` (a
+    ``ResourceListWatch``: its URL).
+
+    ``options`` (:class:`ReflectorOptions`) tune listing, watching and recovery;
+    ``backoff`` replaces the Backoff built from them with an object of your own
+    (e.g. one that reports its waits). ``clock`` drives every wait.
     """
 
     def __init__(
@@ -108,41 +246,33 @@ class Reflector:
         expected_kind: str | None = None,
         resync_period: float = 0,
         should_resync: Callable[[], bool] | None = None,
-        page_size: int | None = None,
-        use_watch_list: bool = True,
-        min_watch_timeout: float = 300,
-        idle_timeout: float | None = 90.0,
-        max_internal_error_retry_duration: float = 30.0,
+        options: ReflectorOptions | None = None,
         backoff: Backoff | None = None,
         clock: Clock | None = None,
         on_watch_error: WatchErrorHandler | None = None,
     ) -> None:
-        if resync_period < 0 or min_watch_timeout <= 0:
-            raise ValueError(
-                f"resync_period must be >= 0 and min_watch_timeout > 0 "
-                f"(got {resync_period} and {min_watch_timeout})"
-            )
-        if page_size is not None and page_size <= 0:
-            raise ValueError(f"page_size must be positive (got {page_size})")
-        if idle_timeout is not None and idle_timeout <= 0:
-            raise ValueError(f"idle_timeout must be positive or None (got {idle_timeout})")
+        if resync_period < 0:
+            raise ValueError(f"resync_period must be >= 0 (got {resync_period})")
         self._lw = lister_watcher
         self._store = store
         self.expected_kind = expected_kind
         self.name = name or f"reflector({expected_kind or type(lister_watcher).__name__})"
         self.resync_period = resync_period
         self.should_resync = should_resync
-        self.page_size = page_size
-        self.min_watch_timeout = min_watch_timeout
-        self.idle_timeout = idle_timeout
+        self._options = options = checked_options(options, "options")
         self.clock: Clock = clock if clock is not None else RealClock()
-        self.backoff = backoff if backoff is not None else Backoff(clock=self.clock)
+        self.backoff = backoff if backoff is not None else options.new_backoff(self.clock)
         self.on_watch_error: WatchErrorHandler = on_watch_error or default_watch_error_handler
-        self._internal_retry = _relist.InternalErrorRetry(max_internal_error_retry_duration)
-        self._use_watch_list = use_watch_list
+        self._internal_retry = _relist.InternalErrorRetry(options.max_internal_error_retry_duration)
+        self._use_watch_list = options.use_watch_list
         self._last_sync_rv = ""
         self._rv_unavailable = False
         self._paginated_result = False
+        self._malformed_rv_logged = False
+        # The RV held when a change came with a malformed RV (None: none since).
+        self._stale_rv: str | None = None
+        # The open watch started at "" or "0" and no bookmark has come since.
+        self._unanchored = False
         # counters (see ReflectorStats)
         self._lists = 0
         self._watches = 0
@@ -156,6 +286,19 @@ class Reflector:
     def store(self) -> ReflectorStore[Any]:
         """The store the Reflector writes to."""
         return self._store
+
+    @property
+    def options(self) -> ReflectorOptions:
+        """The settings this Reflector runs with."""
+        return self._options
+
+    @property
+    def source(self) -> str:
+        """What this Reflector lists and watches, for its log lines and errors: the
+        ListerWatcher's ``url`` when it has one (the HTTP client's does), else its
+        ``str()``."""
+        url = getattr(self._lw, "url", None)
+        return url if isinstance(url, str) and url else str(self._lw)
 
     @property
     def last_sync_resource_version(self) -> str:
@@ -206,6 +349,8 @@ class Reflector:
         :class:`VeryShortWatchError`, the list's error, ...).
         """
         synced = asyncio.Event()
+        if self._take_stale_rv():
+            self._rv_unavailable = True  # sync at "" (see _relist_instead_of_replaying)
         use_watch_list = self._use_watch_list
         if not use_watch_list:
             await self._list()
@@ -234,15 +379,15 @@ class Reflector:
         try:
             items, list_rv, paginated = await self._paged_list(rv)
         except ApiError as err:
-            if not (_relist.is_expired(err) or _relist.is_too_large_resource_version(err)):
+            if rv == "" or not _relist.is_resource_version_unavailable(err):
                 raise
-            logger.info("%s: resourceVersion %r unavailable (%s); listing anew", self.name, rv, err)
-            self._rv_unavailable = True
-            rv = _relist.relist_resource_version(self._last_sync_rv, self._rv_unavailable)
+            self._resource_version_unavailable(rv, err)
+            rv = ""
             items, list_rv, paginated = await self._paged_list(rv)
         if rv == "0" and paginated:
             self._paginated_result = True
         self._rv_unavailable = False
+        list_rv = self._recordable(list_rv, "list")
         self._store.replace(items, list_rv)
         self._lists += 1
         self._synced_to(list_rv)
@@ -250,7 +395,7 @@ class Reflector:
 
     async def _paged_list(self, rv: str) -> tuple[list[Any], str, bool]:
         """All pages of a list at ``rv``: (items, resourceVersion, was it paginated)."""
-        limit = _relist.list_page_size(self.page_size, self._paginated_result, rv)
+        limit = _relist.list_page_size(self._options.page_size, self._paginated_result, rv)
         options = ListOptions(resource_version=rv, limit=limit)
         result = await self._lw.list(options)
         items = list(result.items)
@@ -275,7 +420,7 @@ class Reflector:
     # -- watching ---------------------------------------------------------------
 
     def _watch_options(self, watch_list: bool) -> ListOptions:
-        timeout = _relist.watch_timeout_seconds(self.min_watch_timeout, random.random())
+        timeout = _relist.watch_timeout_seconds(self._options.min_watch_timeout, random.random())
         if watch_list:
             return ListOptions(
                 resource_version=_relist.rewatch_resource_version(
@@ -295,6 +440,12 @@ class Reflector:
     async def _watch_loop(self, synced: asyncio.Event, watch_list: bool) -> None:
         """Open watches one after another until an error ends the cycle."""
         while True:
+            if self._take_stale_rv():
+                await self._relist_instead_of_replaying()
+            if not watch_list and self._last_sync_rv in ("", "0"):
+                # A server starts such a watch with its state as ADDED events, whose
+                # resourceVersions are no position in the stream (only a bookmark's is).
+                self._unanchored = True
             start = self.clock.now()
             try:
                 count = await self._stream(self._watch_options(watch_list), synced)
@@ -306,9 +457,15 @@ class Reflector:
                 now = self.clock.now()
                 self._internal_retry.after(err, now)
                 action = _relist.classify_watch_error(err, self._internal_retry.should_retry(now))
+                if action is WatchAction.RELIST_CURRENT:
+                    self._resource_version_unavailable(self._last_sync_rv, err)
+                    raise
                 if action is WatchAction.END_CYCLE:
                     raise
-                logger.debug("%s: watch ended (%s); watching again", self.name, err)
+                if isinstance(err, WatchStalledError):
+                    logger.info("%s; watching again", err)
+                else:
+                    logger.debug("%s: watch ended (%s); watching again", self.name, err)
                 self._watch_restarts += 1
                 if action is WatchAction.BACKOFF_REWATCH:
                     await self.backoff.wait(at_least=_relist.retry_after(err))
@@ -337,10 +494,12 @@ class Reflector:
             logger.info("%s: watch-list failed (%s); backing off", self.name, err)
             await self.backoff.wait(at_least=_relist.retry_after(err))
             return True
-        if _relist.is_expired(err) or _relist.is_too_large_resource_version(err):
-            self._rv_unavailable = True
+        unavailable = _relist.is_resource_version_unavailable(err)
+        if unavailable and not self._rv_unavailable:
+            # Once more at "", the current state; refused even there: list (below).
+            self._resource_version_unavailable(self._last_sync_rv, err)
             return True
-        if _relist.refuses_watch_list(err):
+        if not unavailable and _relist.refuses_watch_list(err):
             logger.info("%s: the server does not support watch-list (%s); listing", self.name, err)
             self._use_watch_list = False
         else:
@@ -357,28 +516,31 @@ class Reflector:
         The stream is closed before this returns, also on cancellation.
         """
         self._watches += 1
+        idle_timeout = self._options.idle_timeout
         consumer = asyncio.create_task(self._consume(options, synced))
-        if self.idle_timeout is None:
+        if idle_timeout is None:
             try:
                 return await consumer
             finally:
                 await _cancel_and_wait(consumer)
-        watchdog = asyncio.create_task(self._watchdog(self.idle_timeout))
+        watchdog = asyncio.create_task(self._watchdog(idle_timeout))
         try:
             await asyncio.wait({consumer, watchdog}, return_when=asyncio.FIRST_COMPLETED)
             if consumer.done():
                 return consumer.result()
             self._stalls += 1
             raise WatchStalledError(
-                f"{self.name}: no event or bookmark for {self.idle_timeout:g} s; "
-                "treating the watch as dead"
+                f"{self.name}: the watch of {self.source} was silent for at least "
+                f"{watchdog.result():.0f} s (no event or bookmark; the idle limit is "
+                f"{idle_timeout:g} s): treating it as dead"
             )
         finally:
             await _cancel_and_wait(consumer)
             await _cancel_and_wait(watchdog)
 
-    async def _watchdog(self, idle: float) -> None:
-        """Return once no event arrived for ``idle`` seconds (checked every idle/4)."""
+    async def _watchdog(self, idle: float) -> float:
+        """Return how long no event arrived, once that is ``idle`` seconds or more
+        (checked every idle/4)."""
         tick = idle / 4
         seen = self._events
         quiet_since = self.clock.now()
@@ -389,7 +551,7 @@ class Reflector:
                 seen = self._events
                 quiet_since = now
             elif now - quiet_since >= idle:
-                return
+                return now - quiet_since
 
     async def _consume(self, options: ListOptions, synced: asyncio.Event) -> int:
         """Apply one stream's events; returns how many arrived.
@@ -436,7 +598,12 @@ class Reflector:
                 if etype == ERROR:
                     if isinstance(obj, Mapping):
                         raise error_from_status(obj)
-                    raise ApiError(500, "InternalError", f"watch ERROR event with {obj!r}")
+                    raise ApiError(
+                        500,
+                        "InternalError",
+                        f"a watch ERROR event of {self.source} carried a {type(obj).__name__} "
+                        "instead of a Status",
+                    )
                 if type(obj) is dict:
                     meta = obj.get("metadata")
                     kind = obj.get("kind")
@@ -448,15 +615,19 @@ class Reflector:
                     kind = getattr(obj, "kind", None)
                 if meta is None:
                     logger.error(
-                        "%s: %s event for an object without metadata; skipped", self.name, etype
+                        "%s: %s event of %s for an object without metadata; skipped",
+                        self.name,
+                        etype,
+                        self.source,
                     )
                     continue
                 if expected_kind is not None and kind is not None and kind != expected_kind:
                     logger.error(
-                        "%s: expected kind %s, but a %s event carried a %s; skipped",
+                        "%s: expected kind %s, but a %s event of %s carried a %r; skipped",
                         self.name,
                         expected_kind,
                         etype,
+                        self.source,
                         kind,
                     )
                     continue
@@ -466,6 +637,8 @@ class Reflector:
                     rv = _compact_resource_version(meta)
                 else:
                     rv = _resource_version(meta)
+                if type(rv) is not str:
+                    rv = self._recordable(rv, etype, change=initial is None and etype != BOOKMARK)
                 if etype == BOOKMARK:
                     if initial is not None and _relist.is_initial_events_end(meta):
                         final_rv = rv or initial_rv
@@ -482,6 +655,8 @@ class Reflector:
                             "%s: watch-list synced at resourceVersion %s", self.name, final_rv
                         )
                         continue
+                    if rv:
+                        self._unanchored = False
                 elif etype in (ADDED, MODIFIED, DELETED):
                     if transformer is not None and etype != DELETED:
                         obj = transformer(obj)
@@ -493,9 +668,20 @@ class Reflector:
                         else:
                             target.delete(obj)
                     except Exception as err:
-                        logger.error("%s: could not apply a %s event: %s", self.name, etype, err)
+                        logger.error(
+                            "%s: could not apply a %s event of %s: %s",
+                            self.name,
+                            etype,
+                            self.source,
+                            err,
+                        )
                 else:
-                    logger.error("%s: unknown watch event type %r; skipped", self.name, etype)
+                    logger.error(
+                        "%s: unknown watch event type %r from %s; skipped",
+                        self.name,
+                        etype,
+                        self.source,
+                    )
                     continue
                 if rv:
                     if initial is not None:
@@ -510,6 +696,70 @@ class Reflector:
         self._last_sync_rv = rv
         if isinstance(self._store, ResourceVersionUpdater):
             self._store.update_resource_version(rv)
+
+    def _recordable(self, rv: object, what: str, *, change: bool = False) -> str:
+        """``rv`` if it can be recorded, else ``""`` (absent). A malformed one is
+        logged, at WARNING the first time (then DEBUG: a broken server would
+        flood the log); on a ``change`` applied to the store it also leaves the
+        RV held behind the store (see :meth:`_take_stale_rv`)."""
+        if _relist.is_malformed_resource_version(rv):
+            if change:
+                self._stale_rv = self._last_sync_rv
+            level = logging.DEBUG if self._malformed_rv_logged else logging.WARNING
+            self._malformed_rv_logged = True
+            logger.log(
+                level,
+                "%s: the resourceVersion of a %s from %s is not a string (%s %s); "
+                "ignored, resourceVersion stays %r",
+                self.name,
+                what,
+                self.source,
+                type(rv).__name__,
+                reprlib.repr(rv),
+                self._last_sync_rv,
+            )
+        return _relist.resource_version_of(rv)
+
+    def _take_stale_rv(self) -> bool:
+        """Whether the RV held is no position to watch from again, and forgets it:
+        the last change applied came with a malformed RV and no usable RV came
+        after it (so the RV held is behind the store), or the watch started at
+        ``""``/``"0"`` and no bookmark came (so the RV held is an object's, from
+        the state the server sent first, not the stream's)."""
+        stale = self._unanchored or (
+            self._stale_rv is not None and self._stale_rv == self._last_sync_rv
+        )
+        self._stale_rv = None
+        self._unanchored = False
+        return stale
+
+    async def _relist_instead_of_replaying(self) -> None:
+        """The RV held is no position in the stream (see :meth:`_take_stale_rv`):
+        watching again from it would deliver changes a second time, or a delete
+        of an object never seen, so list at ``""`` instead."""
+        logger.info(
+            "%s: resourceVersion %r is no position in the watch stream; listing "
+            "instead of watching again from it",
+            self.name,
+            self._last_sync_rv,
+        )
+        self._rv_unavailable = True
+        await self._list()
+
+    def _resource_version_unavailable(self, rv: str, err: BaseException) -> None:
+        """``rv`` cannot be served (expired, too large, refused as invalid): the
+        next sync is at ``""``, the current state."""
+        self._rv_unavailable = True
+        if _relist.is_invalid_resource_version(err):
+            logger.warning(
+                "%s: the server refused resourceVersion %r as invalid (%s); "
+                "syncing from the current state",
+                self.name,
+                rv,
+                err,
+            )
+        else:
+            logger.info("%s: resourceVersion %r unavailable (%s); syncing anew", self.name, rv, err)
 
     async def _resync_loop(self, synced: asyncio.Event) -> None:
         """Every ``resync_period`` (once synced), ``store.resync()`` if ``should_resync`` agrees."""

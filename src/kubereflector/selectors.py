@@ -184,6 +184,14 @@ class FieldRequirement:
             raise ValueError(f"{operator!r} is not a valid field selector operator")
         if not self.field:
             raise ValueError("a field selector term needs a field name")
+        # Such a name could not be written back: "a!" + "=" reads as "a" + "!=",
+        # a backslash would escape the operator, "=" and "," split the term.
+        field = self.field
+        if field.endswith("!") or any(c in field for c in "\\=,") or field != field.strip():
+            raise ValueError(
+                f"invalid field name {field!r}: a field name may not end with '!', hold "
+                "'\\', '=' or ',', or start or end with whitespace"
+            )
 
     def __str__(self) -> str:
         return f"{self.field}{self.operator}{_escape_field_value(self.value)}"
@@ -508,18 +516,39 @@ def label_selector_from_dict(
 
     Expressions are mappings with ``key``, ``operator`` (``In``, ``NotIn``,
     ``Exists``, ``DoesNotExist``) and ``values``. No labels and no expressions
-    select everything. Raises ``ValueError`` for an unknown operator or values
-    that do not fit it.
+    select everything. Both usually come from an object (a Deployment's
+    ``spec.selector``), so anything is checked: raises ``ValueError`` naming
+    what is wrong for labels that are not strings, expressions that are not
+    mappings, an unknown operator, keys and values that are not strings or
+    do not fit the operator.
     """
     operators = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
-    requirements = [LabelRequirement(k, "=", (v,)) for k, v in (match_labels or {}).items()]
+    if match_labels is not None and not isinstance(match_labels, Mapping):
+        raise ValueError(f"matchLabels must be a mapping, not {type(match_labels).__name__}")
+    if match_expressions is not None and (
+        isinstance(match_expressions, str | bytes | Mapping)
+        or not isinstance(match_expressions, Iterable)
+    ):
+        raise ValueError(f"matchExpressions must be a list, not {type(match_expressions).__name__}")
+    requirements = []
+    for key, value in (match_labels or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ValueError(f"matchLabels must map strings to strings, not {key!r}: {value!r}")
+        requirements.append(LabelRequirement(key, "=", (value,)))
     for expr in match_expressions or ():
-        operator = expr.get("operator")
-        if operator not in operators:
+        if not isinstance(expr, Mapping):
+            raise ValueError(f"a matchExpression must be a mapping, not {type(expr).__name__}")
+        operator, key, values = expr.get("operator"), expr.get("key", ""), expr.get("values")
+        if not isinstance(operator, str) or operator not in operators:
             raise ValueError(f"{operator!r} is not a valid label selector operator")
-        values = expr.get("values") or ()
+        if not isinstance(key, str):
+            raise ValueError(f"a matchExpression's key must be a string, not {key!r}")
+        if values is not None and (
+            not isinstance(values, list | tuple) or not all(isinstance(v, str) for v in values)
+        ):
+            raise ValueError(f"the values of {key!r} must be a list of strings, not {values!r}")
         requirements.append(
-            LabelRequirement(str(expr.get("key", "")), cast(Any, operators[operator]), values)
+            LabelRequirement(key, cast(Any, operators[operator]), tuple(values or ()))
         )
     return LabelSelector(requirements)
 

@@ -47,7 +47,7 @@ from .keys import T, deletion_handling_meta_namespace_key_func
 from .listers import Lister
 from .listwatch import ListerWatcher
 from .queue import Queue
-from .reflector import WatchErrorHandler
+from .reflector import ReflectorOptions, WatchErrorHandler, checked_options
 from .store import Cache, Indexer, IndexFunc
 
 __all__ = [
@@ -189,8 +189,12 @@ class SharedIndexInformer(Generic[T]):
     order and a relist as one step: the cache holds the whole new list before
     any handler hears of it; the default) or ``"delta"`` (DeltaFIFO, events
     merged per object).
+    ``reflector_options`` (a :class:`~kubereflector.ReflectorOptions`) tune how
+    the Reflector lists, watches and recovers: stall detection, backoff, page
+    size, watch-list, watch timeouts, retries of internal errors.
     ``clock`` drives resyncs and backoff (inject a FakeClock in tests);
-    ``backoff`` replaces the Reflector's default (0.8 s doubling to 30 s).
+    ``backoff`` replaces the Backoff built from ``reflector_options`` with an
+    object of your own (e.g. one that reports its waits).
     ``object_mode`` picks how objects are stored: ``"dict"`` (decoded JSON, the
     default) or ``"compact"`` (:class:`~kubereflector.CompactObject`: decoded
     metadata and the raw JSON of the rest, about a quarter of the memory, read
@@ -213,6 +217,7 @@ class SharedIndexInformer(Generic[T]):
         queue: Literal["real", "delta"] = "real",
         clock: Clock | None = None,
         backoff: Backoff | None = None,
+        reflector_options: ReflectorOptions | None = None,
         object_mode: ObjectMode = "dict",
     ) -> None:
         self._object_mode = _check_object_mode(object_mode)
@@ -229,6 +234,7 @@ class SharedIndexInformer(Generic[T]):
         self._queue_kind = queue
         self._clock: Clock = clock if clock is not None else RealClock()
         self._backoff = backoff
+        self._reflector_options = checked_options(reflector_options, "reflector_options")
         self._indexer: Cache[T] = Cache(deletion_handling_meta_namespace_key_func, indexers)
         self._processor = Processor(self._clock)
         self._default_resync = float(default_resync)
@@ -250,6 +256,11 @@ class SharedIndexInformer(Generic[T]):
         self._lister: Lister[T] | None = None
         self._deltas = 0
         self._last_event_at: float | None = None
+
+    @property
+    def reflector_options(self) -> ReflectorOptions:
+        """How this informer's Reflector lists, watches and recovers."""
+        return self._reflector_options
 
     # -- the cache ------------------------------------------------------------------
 
@@ -482,6 +493,7 @@ class SharedIndexInformer(Generic[T]):
                 on_watch_error=self._watch_error_handler,
                 clock=self._clock,
                 backoff=self._backoff,
+                reflector_options=self._reflector_options,
                 name=self._name,
             )
             controller._sync_signal = self._sync_signal

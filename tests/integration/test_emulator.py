@@ -555,8 +555,19 @@ async def test_list_resource_version_semantics(env: tuple[ApiServerEmulator, Api
         assert (status, body["reason"]) == (422, "Invalid"), params
         assert body["message"].startswith('ListOptions.meta.k8s.io "" is invalid: ')
         assert fragment in body["message"]
+    # A resourceVersion that is not a number, answered as kube-apiserver 1.28 does:
+    # a 500 without a reason from the watch cache, a 400 from etcd (with a limit).
     status, body, _ = await api.call("GET", PODS, params={"resourceVersion": "abc"})
-    assert status == 400
+    assert (status, "reason" in body) == (500, False)
+    invalid = (
+        'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax'
+    )
+    assert body["message"] == invalid
+    status, body, _ = await api.call("GET", PODS, params={"resourceVersion": "abc", "limit": "5"})
+    assert (status, body["reason"]) == (400, "BadRequest")
+    assert body["message"] == f"invalid resource version: {invalid}"
+    status, body, _ = await api.call("GET", PODS, params={"watch": "1", "resourceVersion": "abc"})
+    assert (status, body["message"]) == (500, invalid)
     server.compact()
     status, body, _ = await api.call(
         "GET", PODS, params={"resourceVersion": str(rv(a)), "resourceVersionMatch": "Exact"}
@@ -970,6 +981,30 @@ async def test_slow_streams(via: str) -> None:
         server.create("pods", pod("c"))
         assert event_names(await stream.take(2)) == [("ADDED", "b"), ("ADDED", "c")]
         assert clock.pending == []
+
+
+@VIA
+async def test_corrupt_resource_versions(via: str) -> None:
+    async with running() as (server, api):
+        stream = await api.watch(resourceVersion=server.resource_version)
+        await server.wait_for_watches(1)
+        if via == "python":
+            server.corrupt_resource_versions(2, {"not": "a string"})
+        else:
+            await api.admin(op="corrupt_resource_versions", count=2, value={"not": "a string"})
+        for name in "abc":
+            server.create("pods", pod(name))
+        events = await stream.take(3)
+        assert event_names(events) == [("ADDED", "a"), ("ADDED", "b"), ("ADDED", "c")]
+        rvs = [e["object"]["metadata"]["resourceVersion"] for e in events]
+        assert rvs[:2] == [{"not": "a string"}] * 2
+        assert rvs[2] == server.get("pods", "c", "default")["metadata"]["resourceVersion"]
+        server.corrupt_resource_versions(5, 12)
+        server.reset_faults()  # cancels it
+        server.create("pods", pod("d"))
+        assert isinstance((await stream.next())["object"]["metadata"]["resourceVersion"], str)
+        with pytest.raises(ValueError, match="count"):
+            server.corrupt_resource_versions(-1, 1)
 
 
 @VIA

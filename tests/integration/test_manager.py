@@ -155,6 +155,20 @@ async def test_a_manager_reconciles_and_stops_gracefully(target: Target) -> None
         await manager.run()
 
 
+async def test_wait_elected_waits_for_a_run_that_has_not_begun(target: Target) -> None:
+    """Awaited before run() has taken a step (Python 3.12+ wait_for awaits in
+    place, so 'create_task(run()); await wait_for(wait_elected())' does this),
+    wait_elected waits for the election instead of refusing."""
+    manager = manager_for(target, Seen())
+    waiting = asyncio.ensure_future(manager.wait_elected())
+    await asyncio.sleep(0)  # the wait has begun; run() has not even been called
+    assert not waiting.done()
+    async with running(manager):
+        await asyncio.wait_for(waiting, WAIT)
+        assert manager.is_leader()
+        manager.stop()
+
+
 async def test_two_managers_one_leads_and_the_other_takes_over_after_a_crash(
     target: Target,
 ) -> None:

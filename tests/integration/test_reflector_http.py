@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from conftest import Target, WatchedCache
 
-from kubereflector import Backoff, ListOptions, Reflector, UnauthorizedError
+from kubereflector import (
+    Backoff,
+    ListOptions,
+    ListResult,
+    Reflector,
+    ReflectorOptions,
+    UnauthorizedError,
+    WatchEvent,
+)
 from kubereflector.client import Client, ClientConfig, ResourceListWatch, StaticAuth, load_config
 from kubereflector.testing import ApiServerEmulator
 
@@ -47,9 +57,8 @@ async def test_sync_then_follow_every_change(target: Target, use_watch_list: boo
         await target.create_pod(f"p{i:02d}", {"app": "web" if i % 2 else "db"})
     store = WatchedCache()
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
-    reflector = Reflector(
-        lw, store, page_size=5, use_watch_list=use_watch_list, backoff=fast_backoff()
-    )
+    options = ReflectorOptions(page_size=5, use_watch_list=use_watch_list)
+    reflector = Reflector(lw, store, options=options, backoff=fast_backoff())
     async with reflecting(reflector):
         await in_step(target, store)
         await target.create_pod("new")
@@ -90,7 +99,8 @@ async def test_relists_after_the_history_behind_the_watch_expired(target: Target
         await target.create_pod(f"p{i}")
     store = WatchedCache()
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
-    reflector = Reflector(lw, store, use_watch_list=False, backoff=fast_backoff())
+    options = ReflectorOptions(use_watch_list=False)
+    reflector = Reflector(lw, store, options=options, backoff=fast_backoff())
     async with reflecting(reflector):
         await in_step(target, store)
         lists_before = reflector.stats().lists
@@ -126,7 +136,8 @@ async def test_a_stalled_watch_is_detected_and_reopened(target: Target) -> None:
     await target.create_pod("p0")
     store = WatchedCache()
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
-    reflector = Reflector(lw, store, idle_timeout=0.2, backoff=fast_backoff())
+    options = ReflectorOptions(idle_timeout=0.2)
+    reflector = Reflector(lw, store, options=options, backoff=fast_backoff())
     async with reflecting(reflector):
         await in_step(target, store)
         await server.wait_for_watches(1, resource="pods")
@@ -150,3 +161,89 @@ async def test_tls_and_token_from_the_emulators_kubeconfig() -> None:
         async with Client(bad) as client:
             with pytest.raises(UnauthorizedError):
                 await ResourceListWatch(client, "pods").list(ListOptions())
+
+
+class MisversioningProxy:
+    """Between the Reflector and the server, gives the next watch event (not a
+    bookmark) the resourceVersion ``"abc"`` once armed, as a broken proxy might;
+    records every list's options."""
+
+    def __init__(self, inner: ResourceListWatch) -> None:
+        self.inner = inner
+        self.armed = False
+        self.lists: list[ListOptions] = []
+
+    async def list(self, options: ListOptions) -> ListResult:
+        self.lists.append(options)
+        return await self.inner.list(options)
+
+    @contextlib.asynccontextmanager
+    async def watch(self, options: ListOptions) -> AsyncIterator[AsyncIterator[WatchEvent]]:
+        async with self.inner.watch(options) as events:
+            yield self._rewrite(events)
+
+    async def _rewrite(self, events: AsyncIterator[WatchEvent]) -> AsyncIterator[WatchEvent]:
+        async for event in events:
+            if self.armed and event.type != "BOOKMARK":
+                self.armed = False
+                obj: Any = event.object
+                obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": "abc"}}
+                event = WatchEvent(event.type, obj)
+            yield event
+
+
+async def test_a_resource_version_the_server_refuses_leads_to_a_relist(target: Target) -> None:
+    """Issue 16's livelock, against the real server's answer: the watch from "abc"
+    is refused (kube-apiserver: 500 "resourceVersion: Invalid value"), and the
+    Reflector lists at "" instead of sending "abc" forever. The server ends each
+    watch after 1-2 s (timeoutSeconds), so the re-watch at "abc" comes by itself."""
+    await target.create_pod("p0")
+    store = WatchedCache()
+    proxy = MisversioningProxy(ResourceListWatch(target.client, "pods", namespace=target.namespace))
+    options = ReflectorOptions(use_watch_list=False, min_watch_timeout=1)
+    reflector = Reflector(proxy, store, options=options, backoff=fast_backoff())
+    async with reflecting(reflector):
+        await in_step(target, store)
+        proxy.armed = True
+        await target.create_pod("p1")  # its event reaches the Reflector with RV "abc"
+        await store.wait_until(lambda: reflector.last_sync_resource_version == "abc")
+        # Nothing else changes (an event would move the RV on): the watch ends,
+        # the re-watch from "abc" is refused, the Reflector relists (a replace).
+        await store.wait_until(lambda: len(proxy.lists) == 2)
+        await in_step(target, store)
+        await target.create_pod("p2")
+        await in_step(target, store)
+    assert [o.resource_version for o in proxy.lists] == ["0", ""]
+
+
+async def test_resource_versions_that_are_not_strings_over_http(
+    target: Target, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The emulator sends an object, then a number, as resourceVersions: both are
+    ignored (logged once, with the URL), and the cache converges."""
+    server = target.faults()
+    await target.create_pod("p0")
+    store = WatchedCache()
+    lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
+    reflector = Reflector(lw, store, backoff=fast_backoff())
+    with caplog.at_level(logging.DEBUG, logger="kubereflector.reflector"):
+        async with reflecting(reflector):
+            await in_step(target, store)
+            await server.wait_for_watches(1, resource="pods")
+            synced_to = reflector.last_sync_resource_version
+            server.corrupt_resource_versions(1, {"rv": 1})
+            await target.create_pod("p1")
+            await store.wait_until(lambda: len(store) == 2)
+            server.corrupt_resource_versions(1, 12)
+            await target.create_pod("p2")
+            await store.wait_until(lambda: len(store) == 3)
+            assert reflector.last_sync_resource_version == synced_to
+            # The stream ends with the RV behind p1 and p2 (which a watch from it
+            # would replay): the Reflector lists at "" instead.
+            server.drop_watches()
+            await target.create_pod("p3")
+            await in_step(target, store)
+            assert reflector.stats().lists == 2
+    notes = [r for r in caplog.records if "is not a string" in r.getMessage()]
+    assert [r.levelno for r in notes] == [logging.WARNING, logging.DEBUG]
+    assert f"/api/v1/namespaces/{target.namespace}/pods" in notes[0].getMessage()

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from typing import Any
 
+from handler_views import AsyncView, View, key_of, rv_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubereflector import (
     ApiError,
-    DeletedFinalStateUnknown,
     ExpiredError,
     Registration,
     SharedIndexInformer,
@@ -75,69 +74,6 @@ ERRORS: dict[str, Any] = {
     "429": lambda: TooManyRequestsError(retry_after=2),
     "500": lambda: ApiError(500, "InternalError", "injected"),
 }
-
-
-def _key(obj: Any) -> str:
-    if isinstance(obj, DeletedFinalStateUnknown):
-        return obj.key
-    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
-
-
-def _rv(obj: Any) -> str:
-    return str(obj["metadata"]["resourceVersion"])
-
-
-class View:
-    """A handler that mirrors the cache from its notifications and checks each step."""
-
-    def __init__(self, *, unheld_deletes: bool = False) -> None:
-        self.unheld_deletes = unheld_deletes  # RealFIFO: a missed add's delete is handed on
-        self.objects: dict[str, str] = {}
-        self.violations: list[str] = []
-        self._cond = threading.Condition()
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        with self._cond:
-            key = _key(obj)
-            if key in self.objects:
-                self.violations.append(f"add of {key}, already held")
-            self.objects[key] = _rv(obj)
-            self._cond.notify_all()
-
-    def on_update(self, old: Any, new: Any) -> None:
-        with self._cond:
-            key = _key(new)
-            if self.objects.get(key) != _rv(old):
-                self.violations.append(
-                    f"update of {key} from {_rv(old)}, holding {self.objects.get(key)}"
-                )
-            self.objects[key] = _rv(new)
-
-    def on_delete(self, obj: Any) -> None:
-        with self._cond:
-            key = _key(obj)
-            if self.objects.pop(key, None) is None and not self.unheld_deletes:
-                self.violations.append(f"delete of {key}, not held")
-
-    async def wait_for_key(self, key: str) -> None:
-        def wait() -> bool:
-            with self._cond:
-                return self._cond.wait_for(lambda: key in self.objects, WAIT)
-
-        assert await asyncio.to_thread(wait), f"{key} never reached the handler"
-
-
-class AsyncView(View):
-    async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:  # type: ignore[override]
-        await asyncio.sleep(0)
-        super().on_add(obj, is_in_initial_list)
-
-    async def on_update(self, old: Any, new: Any) -> None:  # type: ignore[override]
-        super().on_update(old, new)
-
-    async def on_delete(self, obj: Any) -> None:  # type: ignore[override]
-        await asyncio.sleep(0)
-        super().on_delete(obj)
 
 
 def _pod(namespace: str, name: str, label: str) -> dict[str, Any]:
@@ -224,18 +160,17 @@ async def _scenario(
         source.add(_pod("z", "sentinel", "x"))
         await settle()
         for view in views.values():
-            await view.wait_for_key("z/sentinel")
+            held = await view.until(lambda objects: "z/sentinel" in objects, WAIT)
+            assert held, "the sentinel never reached the handler"
 
-        expected = {_key(o): _rv(o) for o in source.list_objects()}
-        cached = {_key(o): _rv(o) for o in informer.store.list()}
+        expected = {key_of(o): rv_of(o) for o in source.list_objects()}
+        cached = {key_of(o): rv_of(o) for o in informer.store.list()}
         assert cached == expected
         for registration, view in views.items():
-            with view._cond:
-                assert view.violations == []
-                assert view.objects == expected, registration
+            assert view.snapshot() == (expected, []), registration
             assert registration.has_synced()
         for view in removed:
-            assert view.violations == []
+            assert view.snapshot()[1] == []
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -24,6 +24,7 @@ from kubereflector import (
     Backoff,
     ExpiredError,
     Reflector,
+    ReflectorOptions,
     TooManyRequestsError,
     meta_namespace_index_func,
     new_indexer,
@@ -84,8 +85,7 @@ async def _scenario(ops: list[tuple[Any, ...]], use_watch_list: bool) -> None:
         store,
         clock=clock,
         backoff=Backoff(clock=clock, random=lambda: 0.5),
-        use_watch_list=use_watch_list,
-        idle_timeout=60,
+        options=ReflectorOptions(use_watch_list=use_watch_list, idle_timeout=60),
         on_watch_error=lambda _r, _e: None,
     )
     task = asyncio.create_task(reflector.run())

@@ -55,6 +55,9 @@ class ScriptedListerWatcher:
         self.open_watches = 0
         self.closed_watches = 0
 
+    def __str__(self) -> str:
+        return "scripted pods"
+
     async def list(self, options: ListOptions) -> ListResult:
         self.list_calls.append(options)
         if not self.lists:

@@ -4,11 +4,17 @@ progress and error lines."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 import io
+import re
+import sys
+from pathlib import Path
 
 import aiohttp
 import pytest
+import yaml
+from config_fixtures import V1, Gate, Plugin, drain
 
 from kubereflector import cli
 from kubereflector._cli_tables import age, render_table
@@ -113,6 +119,8 @@ def test_unknown_output_format_is_refused() -> None:
         (["get", "pods", "-l", "app in (a"], "label selector"),
         (["watch", "pods", "-l", "=x"], "label selector"),
         (["watch", "pods", "--field-selector", "novalue"], "field selector"),
+        (["get", "pods", "-n", "Bad NS!"], "-n/--namespace: invalid namespace 'Bad NS!'"),
+        (["watch", "pods", "-n", "kube-system/secrets?x="], "invalid namespace"),
         (["watch", "pods", "--every", "3x"], "--every"),
         (["get", "pods", "--timeout", "soon"], "--timeout"),
         (["demo", "--duration", "-4"], "--duration"),
@@ -290,3 +298,135 @@ def test_progress_needs_both_streams_on_a_terminal() -> None:
     assert not ctx.tty
     ctx.stderr = Tty()
     assert ctx.tty
+
+
+PEM_CERT = "-----BEGIN CERTIFICATE-----\nbm9wZQ==\n-----END CERTIFICATE-----\n"
+PEM_KEY = "-----BEGIN PRIVATE KEY-----\nbm9wZQ==\n-----END PRIVATE KEY-----\n"
+
+
+@pytest.mark.parametrize(
+    ("cert", "message"),
+    [
+        # not even PEM: refused while loading the kubeconfig, naming the field
+        ("garbage", r"user 'u' in .*: client-certificate-data is not a PEM certificate"),
+        # PEM-shaped, but TLS cannot load it: refused on the first request
+        (PEM_CERT, r"the client certificate and key cannot be loaded: "),
+    ],
+)
+def test_bad_client_certificate_data_is_one_specific_line(
+    tmp_path, cert: str, message: str
+) -> None:
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "client-certificate-data": b64(cert),
+                            "client-key-data": b64(PEM_KEY),
+                        },
+                    }
+                ],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+            }
+        )
+    )
+    s = Streams()
+    assert s.run("get", "pods", "--kubeconfig", str(kubeconfig)) == cli.EXIT_ERROR
+    lines = s.err_lines()
+    assert len(lines) == 1, lines
+    assert re.match(r"kubereflector: error: " + message, lines[0]), lines[0]
+    assert "internal error" not in lines[0]
+
+
+def kubeconfig_for(path: Path, server: str, user: dict[str, object] | None = None) -> str:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": user or {}}],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+            }
+        )
+    )
+    return str(path)
+
+
+@pytest.mark.asyncio
+async def test_get_timeout_covers_a_server_that_accepts_and_never_answers(tmp_path: Path) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.read()  # reads the request, never answers
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    clock = FakeClock()
+    out, err = io.StringIO(), io.StringIO()
+    kubeconfig = kubeconfig_for(tmp_path / "config", f"http://127.0.0.1:{port}")
+    async with server:
+        run = asyncio.create_task(
+            cli.amain(
+                ["get", "pods", "--timeout", "3s", "--kubeconfig", kubeconfig],
+                clock=clock,
+                stdout=out,
+                stderr=err,
+            )
+        )
+        await clock.wait_for_sleepers()
+        await clock.advance(2.9)
+        assert not run.done()
+        await clock.advance(0.1)
+        assert await run == cli.EXIT_ERROR
+    assert err.getvalue().splitlines() == [
+        "kubereflector: error: timed out after 3s connecting to the API server at "
+        f"http://127.0.0.1:{port}"
+    ]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX plugin scripts")
+@pytest.mark.asyncio
+async def test_get_timeout_covers_a_credential_plugin_that_never_exits(tmp_path: Path) -> None:
+    gate = Gate(tmp_path)
+    try:
+        plugin = Plugin(tmp_path, gate.plugin_code(with_helper=True))
+        exec_user = {
+            "exec": {"apiVersion": V1, "command": str(plugin.path), "interactiveMode": "Never"}
+        }
+        kubeconfig = kubeconfig_for(tmp_path / "config", "http://127.0.0.1:1", exec_user)
+        clock = FakeClock()
+        err = io.StringIO()
+        run = asyncio.create_task(
+            cli.amain(
+                ["get", "pods", "--timeout", "3s", "--kubeconfig", kubeconfig],
+                clock=clock,
+                stdout=io.StringIO(),
+                stderr=err,
+            )
+        )
+        await gate.started()
+        await clock.advance(3)
+        assert await run == cli.EXIT_ERROR
+        assert "timed out after 3s" in err.getvalue()
+        await gate.ended()  # the plugin and its helper were killed
+        await drain()  # and the plugin's run has finished
+    finally:
+        gate.close()
+
+
+def test_the_observing_wrapper_passes_on_the_url_the_reflector_logs() -> None:
+    class WithUrl:
+        url = "https://kube.example:6443/api/v1/pods"
+
+    observer = cli.ListWatchObserver()
+    assert cli.ObservedListWatch(WithUrl(), observer).url == WithUrl.url  # type: ignore[arg-type]
+    assert cli.ObservedListWatch(object(), observer).url is None  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ variables (the ``isolated`` fixture), so the real ~/.kube is never read.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -46,6 +47,11 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+CERT = "-----BEGIN CERTIFICATE-----\nQ0VSVA==\n-----END CERTIFICATE-----\n"
+KEY = "-----BEGIN PRIVATE KEY-----\nS0VZ\n-----END PRIVATE KEY-----\n"
+"""PEM-shaped stand-ins: load_config checks the shape, TLS (not run here) the rest."""
 
 
 def b64(data: bytes | str) -> str:
@@ -112,9 +118,9 @@ async def test_basic_auth(tmp_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_client_certificate_from_data(tmp_path: Path) -> None:
-    doc = single(user={"client-certificate-data": b64("CERT"), "client-key-data": b64("KEY")})
+    doc = single(user={"client-certificate-data": b64(CERT), "client-key-data": b64(KEY)})
     info = await load_config(write_yaml(tmp_path / "config", doc)).auth.authorize()
-    assert info.client_cert == (b"CERT", b"KEY")
+    assert info.client_cert == (CERT.encode(), KEY.encode())
     assert dict(info.headers) == {}
 
 
@@ -136,8 +142,8 @@ async def test_relative_paths_resolve_against_the_kubeconfig_directory(
     confdir = tmp_path / "conf"
     (confdir / "pki").mkdir(parents=True)
     (confdir / "pki" / "ca.crt").write_bytes(b"CA")
-    (confdir / "pki" / "me.crt").write_bytes(b"CERT")
-    (confdir / "pki" / "me.key").write_bytes(b"KEY")
+    (confdir / "pki" / "me.crt").write_text(CERT)
+    (confdir / "pki" / "me.key").write_text(KEY)
     doc = single(
         cluster={"certificate-authority": "pki/ca.crt"},
         user={"client-certificate": "pki/me.crt", "client-key": str(confdir / "pki" / "me.key")},
@@ -146,7 +152,7 @@ async def test_relative_paths_resolve_against_the_kubeconfig_directory(
     monkeypatch.chdir(tmp_path)  # not the kubeconfig's directory
     config = load_config(path)
     assert config.ca_data == b"CA"
-    assert (await config.auth.authorize()).client_cert == (b"CERT", b"KEY")
+    assert (await config.auth.authorize()).client_cert == (CERT.encode(), KEY.encode())
 
 
 def test_explicit_path_expands_user(isolated: Path) -> None:
@@ -344,6 +350,19 @@ def test_context_with_missing_cluster_or_user(tmp_path: Path) -> None:
     ("doc", "message"),
     [
         (single(server=""), "cluster 'ctx-cluster' in .* has no server"),
+        (single(server=6443), "cluster 'ctx-cluster' in .*: server must be a string, not int"),
+        (single(server="not a url"), "cluster 'ctx-cluster' in .*: server .* is no host name"),
+        (single(server="ftp://k8s:21"), "server 'ftp://k8s:21' is not an http or https URL"),
+        (single(server="https://k8s:6443#x"), "must not have a query or fragment"),
+        (single(user={"token": 12345}), "user 'ctx-user' in .*: token must be a string, not int"),
+        (single(user={"username": "u", "password": 1.5}), "password must be a string, not float"),
+        (single(context={"namespace": "Bad NS!"}), "context 'ctx' in .*invalid namespace 'Bad NS"),
+        # Found by tests/fuzz: a NUL in a path raised ValueError from the file system.
+        (single(user={"tokenFile": "a\x00b"}), "cannot be read .the path holds a NUL character"),
+        (
+            single(cluster={"certificate-authority": "a\x00b"}),
+            "cannot read certificate-authority file .*the path holds a NUL character",
+        ),
         (
             single(
                 cluster={"insecure-skip-tls-verify": True, "certificate-authority-data": b64("x")}
@@ -360,11 +379,19 @@ def test_context_with_missing_cluster_or_user(tmp_path: Path) -> None:
             "cannot read certificate-authority file '.*nope.crt'",
         ),
         (
-            single(user={"client-certificate-data": b64("C")}),
+            single(user={"client-certificate-data": b64(CERT)}),
             "client-certificate but no client-key",
         ),
-        (single(user={"client-key-data": b64("K")}), "client-key but no client-certificate"),
+        (single(user={"client-key-data": b64(KEY)}), "client-key but no client-certificate"),
         (single(user={"token": "t", "username": "u"}), "both a token and a username/password"),
+        (
+            single(user={"client-certificate-data": b64("C"), "client-key-data": b64(KEY)}),
+            "user 'ctx-user' in .*: client-certificate-data is not a PEM certificate",
+        ),
+        (
+            single(user={"client-certificate-data": b64(CERT), "client-key-data": b64(CERT)}),
+            "user 'ctx-user' in .*: client-key-data is not a PEM private key",
+        ),
         (single(user={"token": ["t"]}), "token must be a string"),
         (
             single(
@@ -483,20 +510,21 @@ async def test_token_file_with_client_certificate(tmp_path: Path) -> None:
     doc = single(
         user={
             "tokenFile": "token",
-            "client-certificate-data": b64("C"),
-            "client-key-data": b64("K"),
+            "client-certificate-data": b64(CERT),
+            "client-key-data": b64(KEY),
         }
     )
     config = load_config(write_yaml(tmp_path / "config", doc), clock=clock)
     assert repr(config.auth).endswith("+ client-cert")
     first = await config.auth.authorize()
     assert first.headers == {"Authorization": "Bearer one"}
-    assert first.client_cert == (b"C", b"K")
+    assert first.client_cert == (CERT.encode(), KEY.encode())
     assert (await config.auth.authorize()) is first
     (tmp_path / "token").write_text("two")
     config.auth.invalidate()
     second = await config.auth.authorize()
-    assert (second.headers["Authorization"], second.client_cert) == ("Bearer two", (b"C", b"K"))
+    assert second.headers["Authorization"] == "Bearer two"
+    assert second.client_cert == (CERT.encode(), KEY.encode())
     (tmp_path / "token").write_text("three")
     clock.step(60)  # the default re-read period
     assert (await headers(config)) == {"Authorization": "Bearer three"}
@@ -549,6 +577,16 @@ def test_in_cluster_from_process_environment(
     assert config.server == "https://k8s.local:8443"
 
 
+def test_credentials_in_the_server_url_are_refused_without_showing_them(tmp_path: Path) -> None:
+    path = write_yaml(tmp_path / "config", single(server="https://admin:s3cr3t-pw@k8s:6443"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    text = str(caught.value)
+    assert text.startswith(f"cluster 'ctx-cluster' in {path}: server must not hold credentials")
+    assert "s3cr3t-pw" not in "".join(traceback.format_exception(caught.value))
+    assert "admin" not in text
+
+
 def test_in_cluster_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not running in a cluster"):
         in_cluster_config(service_account_dir=tmp_path, environ={})
@@ -557,6 +595,13 @@ def test_in_cluster_errors(tmp_path: Path) -> None:
         in_cluster_config(service_account_dir=tmp_path, environ=env)
     (tmp_path / "token").write_text("")
     with pytest.raises(ConfigError, match="is empty"):
+        in_cluster_config(service_account_dir=tmp_path, environ=env)
+    (tmp_path / "token").write_text("t")
+    bad_port = {**env, "KUBERNETES_SERVICE_PORT": "https"}
+    with pytest.raises(ConfigError, match="do not make a URL"):
+        in_cluster_config(service_account_dir=tmp_path, environ=bad_port)
+    (tmp_path / "namespace").write_text("Bad NS!")
+    with pytest.raises(ConfigError, match=r"namespace file .*: invalid namespace 'Bad NS!'"):
         in_cluster_config(service_account_dir=tmp_path, environ=env)
 
 
@@ -700,7 +745,7 @@ def test_exec_v1beta1_defaults_to_if_available(tmp_path: Path) -> None:
     [
         ({"token": "static"}, {"Authorization": "Bearer static"}),
         ({"username": "u", "password": "p"}, {"Authorization": "Basic " + b64("u:p")}),
-        ({"client-certificate-data": b64("C"), "client-key-data": b64("K")}, {}),
+        ({"client-certificate-data": b64(CERT), "client-key-data": b64(KEY)}, {}),
     ],
 )
 async def test_static_credentials_win_over_exec_as_in_kubectl(
@@ -730,6 +775,22 @@ async def test_exec_failure_through_the_kubeconfig(tmp_path: Path) -> None:
     assert str(caught.value) == (
         f"exec plugin {str(plugin.path)!r} failed with exit code 1: token expired, run: login"
     )
+
+
+@posix_only
+@pytest.mark.asyncio
+async def test_exec_timeout_through_the_kubeconfig(tmp_path: Path) -> None:
+    clock = FakeClock()
+    plugin = Plugin(tmp_path, "import time\ntime.sleep(600)")
+    doc = single(
+        user={"exec": {"apiVersion": V1, "command": str(plugin.path), "interactiveMode": "Never"}}
+    )
+    config = load_config(write_yaml(tmp_path / "config", doc), clock=clock, exec_timeout=2.5)
+    task = asyncio.create_task(config.auth.authorize())
+    await clock.wait_for_sleepers()  # the plugin runs, its timer is set
+    await clock.advance(2.5)
+    with pytest.raises(ExecPluginError, match=r"did not finish within 2\.5 s and was killed"):
+        await task
 
 
 # -- legacy auth-providers -----------------------------------------------------
@@ -805,13 +866,13 @@ async def test_gcp_access_token_with_client_certificate(tmp_path: Path) -> None:
     }
     user = {
         "auth-provider": provider,
-        "client-certificate-data": b64("C"),
-        "client-key-data": b64("K"),
+        "client-certificate-data": b64(CERT),
+        "client-key-data": b64(KEY),
     }
     config = load_config(write_yaml(tmp_path / "config", single(user=user)))
     info = await config.auth.authorize()
     assert info.headers == {"Authorization": "Bearer ya29.token"}
-    assert info.client_cert == (b"C", b"K")
+    assert info.client_cert == (CERT.encode(), KEY.encode())
 
 
 @posix_only
@@ -886,7 +947,7 @@ async def test_static_token_wins_over_auth_provider(tmp_path: Path) -> None:
 def test_reprs(tmp_path: Path) -> None:
     doc = single(
         cluster={"certificate-authority-data": b64("CA")},
-        user={"token": "tok", "client-certificate-data": b64("C"), "client-key-data": b64("K")},
+        user={"token": "tok", "client-certificate-data": b64(CERT), "client-key-data": b64(KEY)},
     )
     config = load_config(write_yaml(tmp_path / "config", doc))
     assert repr(config) == (
@@ -956,7 +1017,7 @@ async def test_no_secret_in_reprs_errors_or_logs(
         show(caught.value)
 
     key_pem = f"-----BEGIN PRIVATE KEY-----\n{SECRETS['key']}\n-----END PRIVATE KEY-----\n"
-    cert = {"client-certificate-data": b64("CERT"), "client-key-data": b64(key_pem)}
+    cert = {"client-certificate-data": b64(CERT), "client-key-data": b64(key_pem)}
 
     # Static credentials of every kind.
     await authorize(load("token", single(user={"token": SECRETS["token"], **cert})))
@@ -975,7 +1036,7 @@ async def test_no_secret_in_reprs_errors_or_logs(
             user={
                 "token": SECRETS["token"],
                 "client-key-data": SECRETS["b64"] + "!",
-                "client-certificate-data": b64("C"),
+                "client-certificate-data": b64(CERT),
             }
         ),
     )

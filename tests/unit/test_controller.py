@@ -27,6 +27,7 @@ from kubereflector import (
     ListOptions,
     ListResult,
     RealFIFO,
+    ReflectorOptions,
     ResourceEventHandler,
     ResourceEventHandlerDetailedFuncs,
     ResourceEventHandlerFuncs,
@@ -199,7 +200,11 @@ async def test_a_reflector_failure_ends_run_with_its_error() -> None:
     clock = FakeClock()
     queue = RealFIFO(known_objects=new_store())
     controller = Controller(
-        queue, _CrashingSource(clock=clock), lambda d, i: None, use_watch_list=False, clock=clock
+        queue,
+        _CrashingSource(clock=clock),
+        lambda d, i: None,
+        reflector_options=ReflectorOptions(use_watch_list=False),
+        clock=clock,
     )
     task = asyncio.create_task(controller.run())
     await settle()

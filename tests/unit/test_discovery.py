@@ -383,3 +383,47 @@ async def test_a_server_without_apis(server: FakeServer, client: Client) -> None
     server.json("GET", "/api/v1", legacy_resource_list("", "v1", catalog()))
     assert (await client.discovery.resolve("po")).kind == "Pod"
     assert server.paths() == ["/api", "/api/v1", "/apis"]
+
+
+# -- documents that would rewrite paths ----------------------------------------------
+
+
+HOSTILE = [
+    # Only the first group version is served with the right names.
+    ("evil.io", ["v1"], [("v1", "..", "Dots", True, [], ALL_VERBS)]),
+    ("evil.io", ["v1"], [("v1", "a%2Fb", "Slash", True, [], ALL_VERBS)]),
+    ("..", ["v1"], [("v1", "things", "Thing", True, [], ALL_VERBS)]),
+    ("up.io", [".."], [("..", "things", "Thing", True, [], ALL_VERBS)]),
+]
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["aggregated", "legacy"])
+async def test_names_from_the_server_that_are_no_path_segment_are_skipped_and_logged(
+    server: FakeServer, client: Client, legacy: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    docs = DiscoveryServer(server, legacy=legacy)
+    docs.catalog.extend(HOSTILE)
+    for group, versions, _ in HOSTILE:  # serve legacy documents wherever they are asked for
+        for v in versions:
+            server.route("GET", f"/apis/{group}/{v}", docs.group_version)
+    caplog.set_level("WARNING", logger="kubereflector.client.discovery")
+    resources = await client.discovery.resources()
+    names = {(r.group, r.version, r.resource) for r in resources}
+    assert ("apps", "v1", "deployments") in names
+    assert not {n for n in names if {"..", "a%2Fb"} & set(n)}
+    assert not [p for p in server.paths() if ".." in p.split("/")]
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings
+    assert all(f"{server.url}/api" in w and "skipped" in w for w in warnings)
+    assert any("'..'" in w for w in warnings)
+    with pytest.raises(UnknownResourceError):
+        await client.discovery.resolve("things")
+
+
+async def test_legacy_core_versions_that_are_no_path_segment_are_skipped(
+    server: FakeServer, client: Client
+) -> None:
+    server.json("GET", "/api", {"kind": "APIVersions", "versions": ["../apis", 7, "v1"]})
+    server.json("GET", "/api/v1", legacy_resource_list("", "v1", catalog()))
+    assert (await client.discovery.resolve("po")).kind == "Pod"
+    assert server.paths() == ["/api", "/api/v1", "/apis"]

@@ -247,6 +247,7 @@ async def test_command_not_executable(tmp_path) -> None:
     ("body", "message"),
     [
         ("print('hello, I am not JSON')", "printed output that is not JSON"),
+        ("print('[' * 100000 + ']' * 100000)", "printed output that is not JSON"),
         ("pass", "printed nothing on standard output"),
         ("print('[1, 2]')", "is not an ExecCredential object"),
         (
@@ -319,6 +320,25 @@ def test_repr_names_the_command_only() -> None:
     )
 
 
+@posix_only
+@pytest.mark.asyncio
+async def test_a_token_the_plugin_issued_is_redacted_from_a_later_failure(tmp_path) -> None:
+    token = "SECRET-issued-token-5150"
+    body = (
+        "if RUN == 1:\n"
+        f"    emit({{'token': {token!r}}})\n"
+        "else:\n"
+        f"    print('token {token} expired', file=sys.stderr)\n"
+        "    sys.exit(1)\n"
+    )
+    auth = ExecAuth(str(Plugin(tmp_path, body).path))
+    await auth.authorize()
+    auth.invalidate()
+    with pytest.raises(ExecPluginError, match="exit code 1: token <redacted> expired") as caught:
+        await auth.authorize()
+    assert token not in str(caught.value)
+
+
 # -- cancellation --------------------------------------------------------------
 
 
@@ -339,6 +359,68 @@ async def test_cancelling_the_only_caller_kills_the_plugin(tmp_path) -> None:
         assert repr(auth).endswith("credential=none)")
     finally:
         gate.close()
+
+
+@posix_only
+@pytest.mark.asyncio
+async def test_cancelling_kills_the_plugins_helpers_too(tmp_path) -> None:
+    gate = Gate(tmp_path)
+    try:
+        plugin = Plugin(tmp_path, gate.plugin_code(with_helper=True))
+        task = asyncio.create_task(ExecAuth(str(plugin.path)).authorize())
+        await gate.started()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await gate.ended()  # the helper held the lifeline: the whole group was killed
+        await drain()
+    finally:
+        gate.close()
+
+
+# -- timeout -------------------------------------------------------------------
+
+
+@posix_only
+@pytest.mark.asyncio
+async def test_a_plugin_that_never_finishes_is_killed_with_its_group_after_the_timeout(
+    tmp_path,
+) -> None:
+    gate = Gate(tmp_path)
+    clock = FakeClock()
+    try:
+        body = (
+            'print("SECRET-partial-output", flush=True)\n'
+            'print("SECRET-on-stderr", file=sys.stderr, flush=True)\n'
+        ) + gate.plugin_code(with_helper=True)
+        plugin = Plugin(tmp_path, body)
+        auth = ExecAuth(str(plugin.path), timeout=5, clock=clock)
+        task = asyncio.create_task(auth.authorize())
+        await gate.started()
+        await clock.advance(4.9)
+        assert not task.done()
+        await clock.advance(0.1)
+        with pytest.raises(ExecPluginError) as caught:
+            await task
+        assert str(caught.value) == (
+            f"exec plugin {str(plugin.path)!r} did not finish within 5 s and was killed"
+        )
+        assert caught.value.__cause__ is None
+        assert caught.value.__suppress_context__
+        # Its helper kept standard output open: only killing the group ends the run.
+        await gate.ended()
+        await drain()
+    finally:
+        gate.close()
+
+
+def test_the_timeout_has_a_sensible_default_and_is_checked() -> None:
+    from kubereflector.client.config import EXEC_TIMEOUT
+
+    assert 10 <= EXEC_TIMEOUT <= 120
+    with pytest.raises(ValueError, match="timeout must be > 0 or None"):
+        ExecAuth("plugin", timeout=0)
+    ExecAuth("plugin", timeout=None)
 
 
 @posix_only

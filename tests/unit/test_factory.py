@@ -29,6 +29,7 @@ from kubereflector import (
     FactoryShutdownError,
     ForbiddenError,
     ListOptions,
+    ReflectorOptions,
     ResourceEventHandlerDetailedFuncs,
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
@@ -418,6 +419,49 @@ async def test_namespace_tweak_transform_and_resync_reach_every_informer() -> No
 
 
 @pytest.mark.asyncio
+async def test_reflector_options_a_default_and_per_resource() -> None:
+    client = FakeClient()
+    for name in ("a", "b", "c"):
+        client.source("pods").add(pod(name))
+    client.source("deployments", "apps").add(deployment("web"))
+    default = ReflectorOptions(idle_timeout=30)
+    paged = dataclasses.replace(default, use_watch_list=False, page_size=2)
+    factory = SharedInformerFactory(
+        client,  # type: ignore[arg-type]
+        reflector_options=default,
+        custom_reflector_options={"po": paged},  # any name of the resource
+    )
+    async with factory:
+        pods = factory.informer_for("pods")
+        deployments = factory.informer_for("deployments.apps")
+        assert pods.reflector_options is paged
+        assert deployments.reflector_options is default
+        factory.start()
+        assert all((await factory.wait_for_cache_sync(timeout=WAIT)).values())
+    # and they reached the Reflectors: pods listed in pages of 2, deployments streamed
+    pod_calls = [(verb, o.limit, o.send_initial_events) for verb, _, o in client.calls_for("pods")]
+    assert pod_calls[:3] == [("list", 2, None), ("list", 2, None), ("watch", None, None)]
+    ((verb, _, options), *_) = client.calls_for("deployments")
+    assert (verb, options.send_initial_events) == ("watch", True)
+
+
+@pytest.mark.asyncio
+async def test_reflector_options_are_checked_and_their_names_resolved_early() -> None:
+    with pytest.raises(TypeError, match="reflector_options must be ReflectorOptions"):
+        SharedInformerFactory(FakeClient(), reflector_options=30)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"custom_reflector_options\['pods'\] must be"):
+        SharedInformerFactory(FakeClient(), custom_reflector_options={"pods": {}})  # type: ignore[arg-type,dict-item]
+    with pytest.raises(TypeError, match="keys are resource names"):
+        SharedInformerFactory(FakeClient(), custom_reflector_options={"": ReflectorOptions()})  # type: ignore[arg-type]
+    factory = SharedInformerFactory(
+        FakeClient(),  # type: ignore[arg-type]
+        custom_reflector_options={"nosuchthing": ReflectorOptions()},
+    )
+    with pytest.raises(UnknownResourceError, match="nosuchthing"):
+        await factory.__aenter__()
+
+
+@pytest.mark.asyncio
 async def test_a_cache_that_cannot_sync_times_out_and_shutdown_ends_waits() -> None:
     client = FakeClient()
     client.source("pods").add(pod("a"))
@@ -578,6 +622,8 @@ def test_arguments_are_checked(factory_class: type[SharedInformerFactory]) -> No
         factory_class(FakeClient(), default_resync=-1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="custom_resync"):
         factory_class(FakeClient(), custom_resync={"pods": -1})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"invalid namespace '\.\./kube-system'"):
+        factory_class(FakeClient(), namespace="../kube-system")  # type: ignore[arg-type]
     factory = factory_class(FakeClient())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="name or a ResourceInfo"):
         factory.informer_for(42)  # type: ignore[arg-type]
@@ -651,6 +697,24 @@ def test_sync_facade_from_plain_threads() -> None:
     assert source.open_watches == 0
     factory.shutdown()  # idempotent
     assert names(factory.lister_for("pods").list()) == ["a", "c", "d"]  # still readable
+
+
+def test_the_sync_factory_takes_reflector_options_too() -> None:
+    client = FakeClient()
+    for name in ("a", "b", "c"):
+        client.source("pods").add(pod(name))
+    paged = ReflectorOptions(use_watch_list=False, page_size=2)
+    with SyncSharedInformerFactory(
+        client,  # type: ignore[arg-type]
+        custom_reflector_options={"pods": paged},
+    ) as factory:
+        pods = factory.informer_for("po")
+        assert pods.reflector_options is paged
+        assert factory.informer_for("deploy").reflector_options == ReflectorOptions()
+        factory.start()
+        assert factory.wait_for_cache_sync(timeout=WAIT)["pods"]
+    limits = [o.limit for verb, _, o in client.calls_for("pods") if verb == "list"]
+    assert limits == [2, 2]
 
 
 def test_sync_with_block_and_a_second_informer_started_later() -> None:

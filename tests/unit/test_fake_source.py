@@ -227,8 +227,8 @@ async def test_list_exact_serves_retained_states() -> None:
         (ListOptions(resource_version="0", resource_version_match="Exact"), 422),
         (ListOptions(resource_version="", resource_version_match="NotOlderThan"), 422),
         (ListOptions(send_initial_events=True), 422),
-        (ListOptions(resource_version="abc"), 400),
-        (ListOptions(resource_version="-1"), 400),
+        (ListOptions(resource_version="abc", limit=10), 400),
+        (ListOptions(resource_version="-1", resource_version_match="Exact"), 400),
         (ListOptions(continue_="not-a-token"), 400),
     ],
 )
@@ -467,13 +467,25 @@ async def test_watch_from_future_rv_gets_a_too_large_error_event() -> None:
             assert source.open_watches == 0
 
 
-async def test_watch_rejects_a_malformed_rv() -> None:
+async def test_a_malformed_rv_gets_kube_apiservers_answers() -> None:
+    """A watch, or a list the watch cache would serve, gets a 500 with no reason;
+    a list with a limit (sent to etcd) a 400 BadRequest: as kube-apiserver 1.28."""
     source = FakeControllerSource()
     with pytest.raises(ApiError) as info:
         async with source.watch(ListOptions(resource_version="x1")):
             pass
-    assert info.value.status == 400
+    assert (info.value.status, info.value.reason) == (500, "")
+    assert 'resourceVersion: Invalid value: "x1": strconv.ParseUint' in info.value.message
     assert source.open_watches == 0
+    with pytest.raises(ApiError) as info:
+        await source.list(ListOptions(resource_version="x1"))
+    assert (info.value.status, info.value.reason) == (500, "")
+    with pytest.raises(ApiError) as info:
+        await source.list(ListOptions(resource_version="x1", limit=5))
+    assert (info.value.status, info.value.reason) == (400, "BadRequest")
+    assert info.value.message.startswith(
+        'invalid resource version: resourceVersion: Invalid value: "x1"'
+    )
 
 
 @pytest.mark.parametrize("bookmark_kind", [None, "Pod"])

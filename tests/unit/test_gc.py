@@ -26,6 +26,7 @@ from kubereflector import (
     ListResult,
     ListWatch,
     Reflector,
+    ReflectorOptions,
     SharedIndexInformer,
     WatchEvent,
     _gc,
@@ -211,8 +212,7 @@ def make(
         clock=clock,
         backoff=Backoff(clock=clock, random=lambda: 0.0),
         on_watch_error=lambda _r, err: errors.append(err),
-        idle_timeout=None,
-        use_watch_list=use_watch_list,
+        options=ReflectorOptions(idle_timeout=None, use_watch_list=use_watch_list),
     )
     return reflector, store, errors
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kubereflector.client import ResourceInfo, ResourceListWatch
+from kubereflector.client import Client, ClientConfig, ResourceInfo, ResourceListWatch
 from kubereflector.client.paths import (
     quote_segment,
+    validate_api_path,
     validate_name,
     validate_namespace,
     validate_path_segment,
@@ -91,3 +92,59 @@ def test_object_path_validates_name_and_subresource() -> None:
 def test_resource_listwatch_refuses_an_injected_namespace_at_construction() -> None:
     with pytest.raises(ValueError, match=r"'\.\./kube-system'"):
         ResourceListWatch(object(), "configmaps", namespace="../kube-system")  # type: ignore[arg-type]
+
+
+# -- the whole path, as the REST client checks it -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "api/v1/pods",  # not absolute
+        "/api/v1/namespaces/x/configmaps?fieldSelector=a",  # a query
+        "/api/v1/pods#frag",  # a fragment
+        "/api/v1/namespaces/../secrets",  # a dot segment
+        "/api/v1/namespaces/%2e%2e/secrets",  # percent-encoded: URL libraries resolve it
+        "/api/v1/namespaces/%2E/pods",
+        "/api/v1/namespaces/a%2Fb/pods",  # the API server decodes %2F into a separator
+        "/api/v1//pods",  # an empty segment
+        "/api/v1/pods/",  # a trailing empty segment
+        "/api/v1/pods/a b",  # whitespace
+        "/api/v1/pods/a%0Ab",  # an encoded newline
+    ],
+)
+def test_validate_api_path_refuses_anything_but_a_plain_path(bad: str) -> None:
+    with pytest.raises(ValueError, match="path") as info:
+        validate_api_path(bad)
+    assert repr(bad) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "good", ["/", "/api", "/api/v1/namespaces/ns/pods/a%3Fb", "/apis/example.com/v1/x:y"]
+)
+def test_validate_api_path_passes_plain_and_quoted_paths(good: str) -> None:
+    assert validate_api_path(good) == good
+
+
+def test_client_url_never_lets_a_path_carry_a_query_or_leave_its_prefix() -> None:
+    client = Client(ClientConfig(server="https://kube.example:6443/prefix"))
+    url = client.url("/api/v1/namespaces/a%3Fb/pods", {"limit": 1})
+    assert str(url) == "https://kube.example:6443/prefix/api/v1/namespaces/a%3Fb/pods?limit=1"
+    for bad in ("/api/v1/pods?watch=1", "/../api/v1/secrets", "/%2e%2e/api/v1/secrets"):
+        with pytest.raises(ValueError, match="path"):
+            client.url(bad)
+
+
+# -- what discovery puts into paths ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [("group", "../x"), ("group", "a/b"), ("version", ".."), ("version", ""), ("resource", "..")],
+)
+def test_resource_info_refuses_a_group_version_or_resource_that_is_no_path_segment(
+    field: str, bad: str
+) -> None:
+    fields = {"group": "apps", "version": "v1", "resource": "deployments", field: bad}
+    with pytest.raises(ValueError, match=field):
+        ResourceInfo(kind="Deployment", namespaced=True, **fields)  # type: ignore[arg-type]

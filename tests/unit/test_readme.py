@@ -112,6 +112,20 @@ async def test_writing_to_the_cluster_example() -> None:
         assert (event["reason"], event["regarding"]["name"]) == ("Scaled", "web")
 
 
+def test_reflector_options_example() -> None:
+    from kubereflector import ReflectorOptions
+    from kubereflector.client import ClientConfig
+
+    factory = _run("Tuning recovery: ReflectorOptions")["tuned_factory"](
+        ClientConfig(server="https://kube.example:6443")
+    )
+    try:
+        assert factory._reflector_options == ReflectorOptions(idle_timeout=45, backoff_cap=120)
+        assert factory._custom_options["events"].page_size == 200
+    finally:
+        asyncio.run(factory.shutdown())
+
+
 def test_work_queue_example() -> None:
     namespace = _run("Controllers: the work queue")
     queue = namespace["queue"]

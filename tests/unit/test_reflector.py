@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,11 +17,11 @@ from scripted_lw import BLOCK, RecordingStore, ScriptedListerWatcher, bookmark, 
 
 from kubereflector import (
     ApiError,
-    Backoff,
     ExpiredError,
     ListOptions,
     ListResult,
     Reflector,
+    ReflectorOptions,
     TooLargeResourceVersionError,
     TooManyRequestsError,
     VeryShortWatchError,
@@ -33,19 +34,26 @@ pytestmark = pytest.mark.asyncio
 EXPIRED_STATUS = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
 
 
+OPTION_NAMES = {f.name for f in dataclasses.fields(ReflectorOptions)}
+
+
 def make(
     lw: ScriptedListerWatcher, **kwargs: Any
 ) -> tuple[Reflector, RecordingStore, FakeClock, list[BaseException]]:
+    """A Reflector on a FakeClock; ``kwargs`` naming ReflectorOptions fields go to
+    its options (defaults here: no stall timer, no watch-list, no jitter)."""
     clock = FakeClock()
     store = RecordingStore()
     errors: list[BaseException] = []
-    kwargs.setdefault("idle_timeout", None)
-    kwargs.setdefault("use_watch_list", False)
+    options = {name: kwargs.pop(name) for name in list(kwargs) if name in OPTION_NAMES}
+    options.setdefault("idle_timeout", None)
+    options.setdefault("use_watch_list", False)
+    options.setdefault("backoff_jitter", 0.0)
     reflector = Reflector(
         lw,
         store,
         clock=clock,
-        backoff=Backoff(clock=clock, random=lambda: 0.0),
+        options=ReflectorOptions(**options),
         on_watch_error=lambda _r, err: errors.append(err),
         **kwargs,
     )
@@ -424,6 +432,21 @@ async def test_wrong_kind_and_malformed_objects_are_logged_and_skipped(
     assert "metadata.name" in caplog.text
     assert "'WEIRD'" in caplog.text
     assert "hunter2" not in caplog.text
+    # Every skipped event names the resource it came from (ResourceListWatch: its URL).
+    assert len(caplog.records) == 4
+    assert all("scripted pods" in record.getMessage() for record in caplog.records)
+
+
+async def test_an_error_event_without_a_status_ends_the_cycle_without_showing_it() -> None:
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([], "10"))
+    lw.watches.append([WatchEvent("ERROR", "token hunter2")])
+    reflector, _, _, errors = make(lw, max_internal_error_retry_duration=0)
+    async with running(reflector):
+        await settle()
+    assert str(errors[0]) == (
+        "500 InternalError: a watch ERROR event of scripted pods carried a str instead of a Status"
+    )
 
 
 # -- watch-list ---------------------------------------------------------------
@@ -472,7 +495,7 @@ async def test_watch_list_applies_the_stores_transformer_to_initial_objects() ->
     lw.watches.append([WatchEvent("ADDED", pod("a", "5")), bookmark("5", initial_end=True), BLOCK])
     clock = FakeClock()
     store = TransformingStore()
-    reflector = Reflector(lw, store, clock=clock, idle_timeout=None)
+    reflector = Reflector(lw, store, clock=clock, options=ReflectorOptions(idle_timeout=None))
     async with running(reflector):
         ((replaced, _),) = [args for kind, args in store.calls if kind == "replace"]
         assert replaced[0]["transformed"] is True
@@ -518,10 +541,204 @@ async def test_watch_list_with_an_expired_rv_retries_from_the_newest() -> None:
         assert lw.list_calls == []
 
 
+# -- resourceVersions a server should not have sent ------------------------------
+
+INVALID_RV = (
+    'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax'
+)
+REFUSED_BY_WATCH_CACHE = ApiError(500, "", INVALID_RV)  # kube-apiserver 1.28, watches
+REFUSED_BY_ETCD = ApiError(400, "BadRequest", f"invalid resource version: {INVALID_RV}")
+
+
+@pytest.mark.parametrize("value", [{"not": "a string"}, 12, 12.5, ["13"]])
+async def test_a_resource_version_that_is_not_a_string_is_ignored_and_logged_once(
+    value: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    lw = ScriptedListerWatcher()
+    lw.url = "https://kube.example:6443/api/v1/pods"  # type: ignore[attr-defined]
+    lw.lists.append(ListResult([pod("a", "5")], "10"))
+    gate = asyncio.Event()
+    lw.watches.append(
+        [
+            WatchEvent("ADDED", pod("b", value)),
+            WatchEvent("MODIFIED", pod("a", value, spec={"x": 1})),
+            bookmark(value),
+            gate,
+        ]
+    )
+    lw.lists.append(ListResult([pod("a", "12"), pod("b", "11")], "20"))
+    reflector, store, _, errors = make(lw)
+    with caplog.at_level(logging.DEBUG, logger="kubereflector.reflector"):
+        async with running(reflector):
+            assert store.names() == ["default/a", "default/b"]  # the objects are fine
+            assert store.get_by_key("default/a")["spec"] == {"x": 1}
+            assert reflector.last_sync_resource_version == "10"
+            assert store.last_store_sync_resource_version() == "10"
+            gate.set()  # the stream ends; watching from "10" would replay a and b: list
+            await settle()
+            assert rvs(lw.list_calls) == ["0", ""]
+            assert rvs(lw.watch_calls) == ["10", "20"]
+            assert store.call_kinds() == ["replace", "add", "update", "replace"]
+    assert errors == []
+    notes = [r for r in caplog.records if "is not a string" in r.getMessage()]
+    assert [r.levelno for r in notes] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+    assert "resourceVersion '10' is no position in the watch stream" in caplog.text
+    message = notes[0].getMessage()
+    assert "https://kube.example:6443/api/v1/pods" in message
+    assert f"({type(value).__name__} " in message
+    assert "resourceVersion stays '10'" in message
+
+
+async def test_a_usable_rv_after_a_malformed_one_lets_the_watch_resume_without_a_list() -> None:
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([pod("a", "5")], "10"))
+    lw.watches.append([WatchEvent("ADDED", pod("b", {"bad": 1})), bookmark("12")])
+    reflector, store, _, _ = make(lw)
+    async with running(reflector):
+        assert rvs(lw.watch_calls) == ["10", "12"]  # the bookmark is past b's change
+        assert rvs(lw.list_calls) == ["0"]
+        assert store.names() == ["default/a", "default/b"]
+
+
+async def test_a_malformed_rv_before_a_failed_cycle_makes_the_next_sync_current() -> None:
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([pod("a", "5")], "10"))
+    lw.watches.append(
+        [WatchEvent("DELETED", pod("a", {"bad": 1})), WatchEvent("ERROR", EXPIRED_STATUS)]
+    )
+    lw.lists.append(ListResult([], "30"))
+    reflector, store, clock, _ = make(lw)
+    async with running(reflector):
+        await clock.advance(0.8)
+        assert rvs(lw.list_calls) == ["0", ""]  # not at "10", from before the delete
+        assert store.names() == []
+
+
+@pytest.mark.parametrize("list_rv", ["0", ""])
+async def test_a_watch_from_0_is_resumed_only_from_a_bookmark(list_rv: str) -> None:
+    """To a server, a watch at "0" or "" starts with its state as ADDED events whose
+    resourceVersions are the objects', no position in the stream: watching again
+    from one would replay changes the state already held (a delete of an object
+    never seen). Only a bookmark gives a position; without one, list again."""
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([], list_rv))  # a server (a fake) at resourceVersion 0
+    lw.watches.append([WatchEvent("ADDED", pod("b", "2"))])  # the state, then the end
+    lw.lists.append(ListResult([pod("b", "2")], "3"))
+    lw.watches.append([WatchEvent("ADDED", pod("c", "4")), bookmark("5")])
+    reflector, store, _, _ = make(lw)
+    async with running(reflector):
+        assert rvs(lw.list_calls) == ["0", ""]  # not a watch from "2"
+        assert rvs(lw.watch_calls) == [list_rv, "3", "5"]  # from the bookmark: no list
+        assert store.names() == ["default/b", "default/c"]
+
+
+async def test_a_list_resource_version_that_is_not_a_string_is_ignored(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([pod("a", "5")], 10))  # type: ignore[arg-type]
+    reflector, store, _, _ = make(lw)
+    with caplog.at_level(logging.WARNING, logger="kubereflector.reflector"):
+        async with running(reflector):
+            assert store.names() == ["default/a"]
+            assert reflector.last_sync_resource_version == ""
+            assert rvs(lw.watch_calls) == [""]
+    assert "the resourceVersion of a list" in caplog.text
+
+
+async def test_a_watch_list_end_bookmark_without_a_usable_rv_syncs_at_the_last_event() -> None:
+    lw = ScriptedListerWatcher()
+    end = bookmark("", initial_end=True)
+    end.object["metadata"]["resourceVersion"] = {"bad": True}
+    lw.watches.append([WatchEvent("ADDED", pod("a", "6")), end, BLOCK])
+    reflector, store, _, _ = make(lw, use_watch_list=True)
+    async with running(reflector):
+        assert store.calls == [("replace", ([pod("a", "6")], "6"))]
+        assert reflector.last_sync_resource_version == "6"
+
+
+async def test_a_watch_refused_for_an_invalid_rv_relists_from_the_current_state(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The livelock of issue 16: a string RV the server refuses must not be sent
+    again and again; the next sync is a list at "" (no 30 s of 500-retries first)."""
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([pod("a", "5")], "10"))
+    lw.watches.append([WatchEvent("MODIFIED", pod("a", "abc"))])  # then the stream ends
+    lw.watches.append(REFUSED_BY_WATCH_CACHE)  # the watch at "abc"
+    lw.lists.append(ListResult([pod("a", "30")], "30"))
+    reflector, store, clock, errors = make(lw)
+    async with running(reflector):
+        assert rvs(lw.watch_calls) == ["10", "abc"]
+        await clock.advance(0.8)  # the backoff after the failed cycle
+        assert rvs(lw.list_calls) == ["0", ""]
+        assert rvs(lw.watch_calls) == ["10", "abc", "30"]
+        assert store.get_by_key("default/a")["metadata"]["resourceVersion"] == "30"
+    assert errors == [REFUSED_BY_WATCH_CACHE]
+    assert "refused resourceVersion 'abc' as invalid" in caplog.text
+
+
+async def test_a_list_refused_for_an_invalid_rv_is_retried_at_the_current_state() -> None:
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([pod("a", "5")], "10"))
+    lw.watches.append(
+        [WatchEvent("MODIFIED", pod("a", "abc")), WatchEvent("ERROR", EXPIRED_STATUS)]
+    )
+    lw.lists.extend([REFUSED_BY_ETCD, ListResult([pod("a", "40")], "40")])
+    reflector, store, clock, errors = make(lw, page_size=100)
+    async with running(reflector):
+        await clock.advance(0.8)
+        assert rvs(lw.list_calls) == ["0", "abc", ""]
+        assert rvs(lw.watch_calls) == ["10", "40"]
+        assert store.get_by_key("default/a")["metadata"]["resourceVersion"] == "40"
+    assert len(errors) == 1  # the 410 that ended the first cycle; the list recovered
+
+
+async def test_a_watch_list_refused_for_an_invalid_rv_retries_at_the_current_state() -> None:
+    lw = ScriptedListerWatcher()
+    lw.watches.extend(
+        [
+            [
+                bookmark("7", initial_end=True),
+                WatchEvent("MODIFIED", pod("a", "abc")),
+                WatchEvent("ERROR", EXPIRED_STATUS),
+            ],
+            REFUSED_BY_ETCD,  # a 400: not to be taken for "watch-list unsupported"
+            [WatchEvent("ADDED", pod("a", "20")), bookmark("20", initial_end=True), BLOCK],
+        ]
+    )
+    reflector, store, clock, _ = make(lw, use_watch_list=True)
+    async with running(reflector):
+        await clock.advance(0.8)
+        assert rvs(lw.watch_calls) == ["", "abc", ""]
+        assert store.names() == ["default/a"]
+        assert reflector.uses_watch_list
+        assert lw.list_calls == []
+
+
+async def test_a_watch_list_refused_even_at_the_current_state_falls_back_to_a_list() -> None:
+    """A server that answers 410 to a watch-list at "" must not be asked again and
+    again without a pause: after one retry at "" the Reflector lists."""
+    lw = ScriptedListerWatcher()
+    lw.watches.extend(
+        [[WatchEvent("ERROR", EXPIRED_STATUS)], [WatchEvent("ERROR", EXPIRED_STATUS)]]
+    )
+    lw.lists.append(ListResult([pod("a", "5")], "10"))
+    reflector, store, _, _ = make(lw, use_watch_list=True)
+    async with running(reflector):
+        assert rvs(lw.watch_calls) == ["", "", "10"]
+        assert [w.send_initial_events for w in lw.watch_calls] == [True, True, None]
+        assert rvs(lw.list_calls) == [""]
+        assert store.names() == ["default/a"]
+
+
 # -- stalls, resync, cancellation -------------------------------------------------
 
 
-async def test_a_silent_watch_is_restarted_after_the_idle_limit() -> None:
+async def test_a_silent_watch_is_restarted_after_the_idle_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="kubereflector.reflector")
     lw = ScriptedListerWatcher()
     lw.lists.append(ListResult([], "10"))
     gate = asyncio.Event()
@@ -537,6 +754,12 @@ async def test_a_silent_watch_is_restarted_after_the_idle_limit() -> None:
         assert lw.closed_watches == 1
         assert reflector.stats().stalls == 1
         assert errors == []
+    (stall,) = [r for r in caplog.records if "silent" in r.getMessage()]
+    assert stall.levelno == logging.INFO
+    assert stall.getMessage() == (
+        f"{reflector.name}: the watch of scripted pods was silent for at least 60 s (no event "
+        "or bookmark; the idle limit is 60 s): treating it as dead; watching again"
+    )
 
 
 async def test_resync_runs_every_period_when_allowed() -> None:

@@ -15,6 +15,7 @@ from kubereflector import (
     DecodeError,
     ExpiredError,
     Reflector,
+    TooLargeResourceVersionError,
     TooManyRequestsError,
     TruncatedStreamError,
     VeryShortWatchError,
@@ -26,8 +27,12 @@ from kubereflector._relist import (
     WatchStalledError,
     classify_watch_error,
     is_initial_events_end,
+    is_invalid_resource_version,
+    is_malformed_resource_version,
+    is_resource_version_unavailable,
     list_page_size,
     relist_resource_version,
+    resource_version_of,
     rewatch_resource_version,
     watch_timeout_seconds,
 )
@@ -83,10 +88,72 @@ def test_watch_timeout_is_spread_between_min_and_twice_min() -> None:
         (ApiError(500, "InternalError"), False, WatchAction.END_CYCLE),
         (ExpiredError(), True, WatchAction.END_CYCLE),
         (ApiError(403, "Forbidden"), True, WatchAction.END_CYCLE),
+        # kube-apiserver's 500 for a malformed RV: no retrying the same RV for 30 s
+        (ApiError(500, "", 'resourceVersion: Invalid value: "x": ...'), True, "relist"),
     ],
 )
-def test_classify_watch_error(error: Exception, retry_internal: bool, action: WatchAction) -> None:
-    assert classify_watch_error(error, retry_internal) is action
+def test_classify_watch_error(
+    error: Exception, retry_internal: bool, action: WatchAction | str
+) -> None:
+    expected = WatchAction.RELIST_CURRENT if action == "relist" else action
+    assert classify_watch_error(error, retry_internal) is expected
+
+
+@pytest.mark.parametrize(
+    ("value", "recorded", "malformed"),
+    [
+        ("42", "42", False),
+        ("", "", False),
+        (None, "", False),
+        ({"a": 1}, "", True),
+        (12, "", True),
+        (12.5, "", True),
+        (["1"], "", True),
+        (True, "", True),
+    ],
+)
+def test_a_resource_version_that_is_not_a_string_is_absent(
+    value: object, recorded: str, malformed: bool
+) -> None:
+    assert resource_version_of(value) == recorded
+    assert is_malformed_resource_version(value) is malformed
+
+
+INVALID = 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax'
+
+
+@pytest.mark.parametrize(
+    ("error", "invalid"),
+    [
+        # kube-apiserver 1.28: watches and watch-cache lists, then lists sent to etcd
+        (ApiError(500, "", INVALID), True),
+        (ApiError(400, "BadRequest", f"invalid resource version: {INVALID}"), True),
+        (
+            ApiError(
+                422,
+                "Invalid",
+                "invalid",
+                {"causes": [{"reason": "FieldValueInvalid", "field": "resourceVersion"}]},
+            ),
+            True,
+        ),
+        (ApiError(500, "InternalError", "etcdserver: no leader"), False),
+        (ApiError(400, "BadRequest", "continue key is not valid"), False),
+        (ApiError(422, "Invalid", "x", {"causes": [{"field": "resourceVersionMatch"}]}), False),
+        (ApiError(404, "NotFound", INVALID), False),
+        (ExpiredError(), False),
+        (ValueError(INVALID), False),
+    ],
+)
+def test_invalid_resource_version_is_recognised(error: Exception, invalid: bool) -> None:
+    assert is_invalid_resource_version(error) is invalid
+
+
+def test_a_resource_version_is_unavailable_when_expired_too_large_or_invalid() -> None:
+    assert is_resource_version_unavailable(ExpiredError())
+    assert is_resource_version_unavailable(TooLargeResourceVersionError())
+    assert is_resource_version_unavailable(ApiError(500, "", INVALID))
+    assert not is_resource_version_unavailable(ApiError(500, "InternalError", "boom"))
 
 
 def test_internal_error_retry_window_opens_at_the_first_error_and_resets_after_a_quiet_gap() -> (

@@ -20,6 +20,7 @@ from kubereflector import (
     ListerWatcher,
     ListOptions,
     Reflector,
+    ReflectorOptions,
 )
 from kubereflector.client import (
     Client,
@@ -287,7 +288,9 @@ async def test_a_reflector_syncs_by_watch_list(api: tuple[Api, Client]) -> None:
         line("BOOKMARK", end),
     ]
     store = SignallingCache()
-    reflector = Reflector(ResourceListWatch(client, "pods", "ns"), store, idle_timeout=None)
+    reflector = Reflector(
+        ResourceListWatch(client, "pods", "ns"), store, options=ReflectorOptions(idle_timeout=None)
+    )
     async with running(reflector):
         await asyncio.wait_for(store.changed.wait(), 10)
     assert sorted(store.list_keys()) == ["ns/a", "ns/b"]
@@ -323,8 +326,7 @@ async def test_an_error_event_reaches_the_reflector_as_its_class(
     reflector = Reflector(
         ResourceListWatch(client, "pods"),
         store,
-        use_watch_list=False,
-        idle_timeout=None,
+        options=ReflectorOptions(use_watch_list=False, idle_timeout=None),
         on_watch_error=on_error,
     )
     async with running(reflector):

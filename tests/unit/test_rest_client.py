@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
+import re
 import ssl
 import sys
 import time
@@ -32,13 +34,15 @@ from kubereflector import (
     ListResult,
     MethodNotAllowedError,
     NotFoundError,
+    ObjectMode,
     TooLargeResourceVersionError,
     TooManyRequestsError,
     UnauthorizedError,
     WatchEvent,
 )
-from kubereflector.client import AuthInfo, Client, ClientConfig, StaticAuth
+from kubereflector.client import AuthInfo, Client, ClientConfig, ConfigError, StaticAuth
 from kubereflector.client.rest import _parse_retry_after
+from kubereflector.errors import failure_status
 
 pytestmark = pytest.mark.asyncio
 
@@ -327,12 +331,107 @@ async def test_undecodable_list_is_a_decode_error(
         await client.list("/api/v1/pods", ListOptions(), object_mode=mode)  # type: ignore[arg-type]
 
 
-async def test_a_compact_list_item_that_is_not_an_object_is_a_decode_error(
-    server: FakeServer, client: Client
+@pytest.mark.parametrize("mode", ["dict", "compact"])
+@pytest.mark.parametrize(
+    ("body", "error", "message"),
+    [
+        # A Failure Status answered with 200: its own error, never an empty list.
+        (failure_status(410, "Expired", "too old"), ExpiredError, "410 Expired: too old"),
+        (failure_status(500, "InternalError", "etcd down"), ApiError, "500 InternalError"),
+        ({"kind": "Status", "status": "Failure", "message": "no code"}, ApiError, "500: no code"),
+        ({"kind": "Status", "status": "Success", "code": 200}, ApiError, "500"),
+        # Anything else that is not a list.
+        ({"kind": "Pod", "metadata": {"name": "p"}}, DecodeError, "is a 'Pod', not a list"),
+        ({"kind": "PodList", "metadata": {}}, DecodeError, "has no items array"),
+        ({"metadata": {"resourceVersion": "5"}}, DecodeError, "has no items array"),
+        ({"items": None}, DecodeError, "has no items array"),
+        ({"kind": "PodList", "items": [{"metadata": {}}, "x"]}, DecodeError, "item 1 .* is str"),
+        ({"kind": "PodList", "items": [7]}, DecodeError, "item 0 .* is int, not an object"),
+        ({"kind": "PodList", "items": [{}, None]}, DecodeError, "item 1 .* is NoneType"),
+        ([{"metadata": {"name": "p"}}], DecodeError, "could not decode the list response"),
+    ],
+)
+async def test_a_2xx_list_answer_that_is_not_a_list_raises(
+    server: FakeServer,
+    client: Client,
+    body: Any,
+    error: type[ApiError],
+    message: str,
+    mode: ObjectMode,
 ) -> None:
-    server.json("GET", "/api/v1/pods", {"kind": "PodList", "items": [{"metadata": {}}, 7]})
-    with pytest.raises(DecodeError, match="could not decode the list response"):
-        await client.list("/api/v1/pods", ListOptions(), object_mode="compact")
+    server.json("GET", "/api/v1/pods", body)
+    with pytest.raises(error, match=message) as info:
+        await client.list("/api/v1/pods", ListOptions(), object_mode=mode)
+    assert type(info.value) is error
+    assert info.value.url == f"{server.url}/api/v1/pods"
+
+
+@pytest.mark.parametrize("mode", ["dict", "compact"])
+async def test_a_deeply_nested_list_body_is_a_decode_error(
+    server: FakeServer, client: Client, mode: ObjectMode
+) -> None:
+    nested = b'{"kind": "PodList", "items": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}"
+
+    async def handler(_request: web.Request) -> web.StreamResponse:
+        return web.Response(body=nested, content_type="application/json")
+
+    server.route("GET", "/api/v1/pods", handler)
+    server.route("GET", "/api/v1/nodes", handler)
+    with pytest.raises(DecodeError, match=r"could not decode the list response .*recursion"):
+        await client.list("/api/v1/pods", ListOptions(), object_mode=mode)
+    with pytest.raises(DecodeError, match=r"could not decode the response .*recursion"):
+        await client.get("/api/v1/nodes")
+
+
+@pytest.mark.parametrize("content_length", [True, False])
+async def test_a_body_over_max_body_bytes_is_a_decode_error(
+    server: FakeServer, content_length: bool
+) -> None:
+    page = {"kind": "PodList", "items": [{"metadata": {"name": f"p{i}"}} for i in range(400)]}
+    body = json.dumps(page).encode()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if content_length:
+            return web.Response(body=body, content_type="application/json")
+        return await stream_lines(request, *(body[i : i + 1000] for i in range(0, len(body), 1000)))
+
+    server.route("GET", "/api/v1/pods", handler)
+    async with Client(ClientConfig(server=server.url), max_body_bytes=len(body)) as client:
+        assert len((await client.list("/api/v1/pods", ListOptions())).items) == 400
+    async with Client(ClientConfig(server=server.url), max_body_bytes=len(body) - 1) as client:
+        with pytest.raises(DecodeError) as info:
+            await client.list("/api/v1/pods", ListOptions())
+        assert str(info.value) == (
+            f"0 DecodeError: response body longer than the limit of {len(body) - 1} bytes "
+            f"(max_body_bytes): treating the response as broken ({server.url}/api/v1/pods)"
+        )
+        # The connection was dropped, not reused half-read: the next request works.
+        server.json("GET", "/api", {"kind": "APIVersions"})
+        assert await client.get("/api") == {"kind": "APIVersions"}
+
+
+async def test_a_watch_event_over_max_event_bytes_breaks_the_stream(server: FakeServer) -> None:
+    line = json.dumps({"type": "ADDED", "object": {"data": "x" * 10_000}}).encode() + b"\n"
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await stream_lines(request, b'{"type": "BOOKMARK", "object": {}}\n', line)
+
+    server.route("GET", "/api/v1/pods", handler)
+    async with (
+        Client(ClientConfig(server=server.url), max_event_bytes=8192) as client,
+        client.watch("/api/v1/pods", ListOptions()) as events,
+    ):
+        assert (await anext(events)).type == "BOOKMARK"
+        with pytest.raises(DecodeError, match="longer than the limit of 8192 bytes"):
+            await anext(events)
+
+
+async def test_size_limits_are_checked() -> None:
+    config = ClientConfig(server="https://kube.example")
+    with pytest.raises(ValueError, match="max_event_bytes must be at least 4096"):
+        Client(config, max_event_bytes=100)
+    with pytest.raises(ValueError, match="max_body_bytes positive"):
+        Client(config, max_body_bytes=0)
 
 
 async def test_a_list_body_cut_short_is_a_decode_error(server: FakeServer, client: Client) -> None:
@@ -504,15 +603,15 @@ async def test_long_non_json_error_body_is_cut(server: FakeServer, client: Clien
     assert info.value.message == "x" * 200
 
 
-async def test_credentials_in_the_server_url_never_reach_messages(server: FakeServer) -> None:
-    config = ClientConfig(server=server.url.replace("://", "://alice:hunter2@"))
-    async with Client(config) as client:
-        with pytest.raises(NotFoundError) as info:
-            await client.get("/nowhere")
+async def test_credentials_in_the_server_url_are_refused_without_showing_them(
+    server: FakeServer,
+) -> None:
+    # aiohttp would refuse to send them beside the Authorization header on every request.
+    for url in (server.url.replace("://", "://alice:hunter2@"), "alice:hunter2@kube:6443"):
+        with pytest.raises(ValueError, match="must not hold credentials") as info:
+            ClientConfig(server=url)
         assert "hunter2" not in str(info.value)
         assert "alice" not in str(info.value)
-        assert "hunter2" not in client.server
-        assert "hunter2" not in repr(client)
 
 
 async def test_retry_after_header_forms() -> None:
@@ -616,9 +715,19 @@ async def test_a_client_belongs_to_one_event_loop(server: FakeServer, client: Cl
 
 
 async def test_invalid_server_urls() -> None:
-    for bad in ("kube.example:6443", "ftp://kube", "https://", "https://h/?x=1"):
-        with pytest.raises(ValueError, match="server must"):
-            Client(ClientConfig(server=bad))
+    for bad, problem in [
+        ("kube.example:6443", "is not an http or https URL"),
+        ("ftp://kube", "is not an http or https URL"),
+        ("https://", "has no host"),
+        ("https://h/?x=1", "must not have a query or fragment"),
+        ("https://not a url", "is not a URL: its host .* is no host name or IP address"),
+        ("https://6443", "has a number for its host"),
+        ("https://h:99999", "is not a URL"),
+    ]:
+        with pytest.raises(ValueError, match=f"^server {re.escape(repr(bad))} {problem}"):
+            ClientConfig(server=bad)
+    with pytest.raises(ValueError, match=r"must be a string .* not int"):
+        ClientConfig(server=6443)  # type: ignore[arg-type]
 
 
 # -- TLS ------------------------------------------------------------------------------
@@ -766,5 +875,15 @@ async def test_bad_ca_data_is_a_clear_error() -> None:
         server="https://127.0.0.1:1", ca_data=b"-----BEGIN CERTIFICATE-----\nnope"
     )
     async with Client(config) as client:
-        with pytest.raises(ValueError, match="certificate-authority data"):
+        with pytest.raises(ConfigError, match="certificate-authority data"):
+            await client.get("/api")
+
+
+async def test_a_client_certificate_tls_cannot_load_is_a_config_error() -> None:
+    # PEM-shaped, but no certificate: a plugin or a hand-made Auth may hand such data over.
+    cert = b"-----BEGIN CERTIFICATE-----\nbm9wZQ==\n-----END CERTIFICATE-----\n"
+    key = b"-----BEGIN PRIVATE KEY-----\nbm9wZQ==\n-----END PRIVATE KEY-----\n"
+    config = ClientConfig(server="https://127.0.0.1:1", auth=StaticAuth(client_cert=(cert, key)))
+    async with Client(config) as client:
+        with pytest.raises(ConfigError, match="client certificate and key cannot be loaded"):
             await client.get("/api")

@@ -257,6 +257,26 @@ def test_label_selector_from_dict_rejects_bad_expressions(
         label_selector_from_dict(None, [expression])
 
 
+@pytest.mark.parametrize(
+    ("labels", "expressions", "fragment"),
+    [
+        # Shapes an object's spec.selector may have, found by tests/fuzz.
+        (1, None, "matchLabels must be a mapping, not int"),
+        ({"": []}, None, "matchLabels must map strings to strings"),
+        (None, "0", "matchExpressions must be a list, not str"),
+        (None, ["x"], "a matchExpression must be a mapping, not str"),
+        (None, [{"operator": []}], "not a valid label selector operator"),
+        (None, [{"key": 1, "operator": "Exists"}], "key must be a string"),
+        (None, [{"key": "a", "operator": "In", "values": "xy"}], "must be a list of strings"),
+    ],
+)
+def test_label_selector_from_dict_rejects_any_shape_with_value_error(
+    labels: Any, expressions: Any, fragment: str
+) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        label_selector_from_dict(labels, expressions)
+
+
 # -- field selectors --------------------------------------------------------------------------
 
 POD: dict[str, Any] = {
@@ -364,3 +384,16 @@ def test_round_trip_and_semantics_property(
     assert parsed == selector
     assert str(parsed) == str(selector)
     assert parsed.matches(labels) == all(r.matches(labels) for r in requirements)
+
+
+@pytest.mark.parametrize("field", ["a!", "\\", "a=b", "a,b", " a"])
+def test_a_field_name_that_could_not_be_written_back_is_refused(field: str) -> None:
+    with pytest.raises(ValueError, match="invalid field name"):
+        FieldRequirement(field, "=", "x")
+
+
+@pytest.mark.parametrize("text", ["a! =x", "\\ =x", "! =x"])
+def test_field_selectors_found_by_fuzzing_are_refused(text: str) -> None:
+    # "a! =x" parsed as field "a!", printed "a!=x", and read back as "a" != "x".
+    with pytest.raises(ValueError, match="invalid field name"):
+        FieldSelector.parse(text)

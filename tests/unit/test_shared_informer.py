@@ -28,6 +28,7 @@ from kubereflector import (
     InformerStoppedError,
     Reflector,
     Registration,
+    ResourceEventHandlerDetailedFuncs,
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
     meta_namespace_index_func,
@@ -797,6 +798,45 @@ async def test_stopping_cancels_the_coroutine_method_of_a_mixed_handler() -> Non
         await asyncio.wait_for(task, WAIT)
     assert cancelled.is_set()
     assert informer.is_stopped()
+
+
+@pytest.mark.parametrize("consumer", ["task", "thread"])
+async def test_a_cancelled_error_of_the_handler_own_is_a_failure_not_a_stop(
+    consumer: str,
+) -> None:
+    """A coroutine handler that raises CancelledError by itself (it awaited a future
+    someone else cancelled) failed on that object; its consumer goes on, on every
+    Python (3.10 has no Task.cancelling() to tell this from a stop)."""
+    informer, source, _ = setup()
+    seen: list[str] = []
+    got_good = asyncio.Event()
+
+    async def add(obj: Any, is_in_initial_list: bool) -> None:
+        seen.append(obj["metadata"]["name"])
+        if obj["metadata"]["name"] == "bad":
+            cancelled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            cancelled.cancel()
+            await cancelled
+        got_good.set()
+
+    class Mixed:  # a plain method too: the coroutine runs for a worker thread
+        on_add = staticmethod(add)
+
+        def on_update(self, old: Any, new: Any) -> None:
+            pass
+
+        def on_delete(self, obj: Any) -> None:
+            pass
+
+    handler = Mixed() if consumer == "thread" else ResourceEventHandlerDetailedFuncs(on_add=add)
+    informer.add_event_handler(handler)
+    async with running(informer):
+        source.add({"kind": "Pod", "metadata": {"name": "bad", "namespace": "default"}})
+        source.add({"kind": "Pod", "metadata": {"name": "good", "namespace": "default"}})
+        await asyncio.wait_for(got_good.wait(), WAIT)
+    (stats,) = informer.stats().handlers  # final: the informer stopped
+    assert seen == ["bad", "good"]
+    assert (stats.failures, stats.delivered, stats.pending) == (1, 1, 0)
 
 
 async def test_wait_for_cache_sync_gives_up_when_the_informer_stops_first() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Coroutine, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
 from typing import Any, TypeVar
 
 import msgspec
@@ -18,9 +18,17 @@ from fake_http import serve, stream_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubereflector import CompactObject, DecodeError, ListOptions, ObjectMode, WatchEvent
+from kubereflector import (
+    CompactObject,
+    DecodeError,
+    ExpiredError,
+    ListOptions,
+    ObjectMode,
+    WatchEvent,
+)
 from kubereflector.client import Client, ClientConfig
 from kubereflector.client._lines import BATCH_BYTES, YIELD_COST, decode_watch_stream
+from kubereflector.errors import failure_status
 
 T = TypeVar("T")
 URL = "http://kube.test/api/v1/pods?watch=1"
@@ -70,19 +78,32 @@ async def decode_until_error(
     return await collect_until_error(decode_watch_stream(read, URL, object_mode=mode))
 
 
+E = TypeVar("E", bound=Exception)
+
+
 async def collect_until_error(
     events: AsyncIterator[WatchEvent],
-) -> tuple[list[WatchEvent], DecodeError]:
-    """The events before the stream's DecodeError, and the error."""
+    error: type[E] = DecodeError,  # type: ignore[assignment]
+) -> tuple[list[WatchEvent], E]:
+    """The events before the stream's error (a DecodeError by default), and the error."""
     got: list[WatchEvent] = []
 
     async def consume() -> None:
         while (event := await anext(events, None)) is not None:
             got.append(event)
 
-    with pytest.raises(DecodeError) as info:
+    with pytest.raises(error) as info:
         await consume()
     return got, info.value
+
+
+def reader(chunks: Iterable[bytes]) -> Callable[[], Awaitable[bytes]]:
+    feed = iter(chunks)
+
+    async def read() -> bytes:
+        return next(feed, b"")
+
+    return read
 
 
 def as_events(events: Iterable[dict[str, Any]]) -> list[WatchEvent]:
@@ -283,6 +304,161 @@ async def test_a_stream_ending_inside_a_line_is_truncated(cut: int, mode: Object
     assert "truncated" in str(err)
     assert f"at byte {len(good)}" in str(err)
     assert SECRET not in str(err)
+
+
+@pytest.mark.parametrize(
+    ("obj", "what"),
+    [
+        ({"kind": "Pod", "metadata": {"name": "p"}}, "a 'Pod'"),
+        ({"metadata": {"name": "p"}}, "an object"),
+        ("EOF", "a str"),
+        (None, "a NoneType"),
+    ],
+)
+@MODES
+@pytest.mark.asyncio
+async def test_an_error_event_without_a_status_raises_after_the_good_ones(
+    obj: Any, what: str, mode: ObjectMode
+) -> None:
+    data = encode([*THREE[:2], {"type": "ERROR", "object": obj}, THREE[2]])
+    for chunks in ([data], chunked(data, range(0, len(data), 7))):
+        got, err = await decode_until_error(chunks, mode)
+        assert got == as_events(THREE[:2])
+        assert str(err) == (
+            f"0 DecodeError: a watch ERROR event carried {what} instead of a Status ({URL})"
+        )
+
+
+@MODES
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"kind": "Status", "code": 500, "message": f"echo {SECRET}"},
+        # Shaped so that it decodes as a compact object too (no field a compact
+        # object has no place for).
+        {"kind": "Status", "apiVersion": "v1", "metadata": {"selfLink": SECRET}},
+    ],
+)
+@pytest.mark.asyncio
+async def test_an_error_events_status_passes_through_the_hook(
+    status: dict[str, Any], mode: ObjectMode
+) -> None:
+    data = encode([THREE[0], {"type": "ERROR", "object": status}])
+
+    def hide(found: Any) -> Any:
+        text = msgspec.json.encode(found).replace(SECRET.encode(), b"<redacted>")
+        return msgspec.json.decode(text)
+
+    for chunks in ([data], chunked(data, [5, 50])):
+        stream = decode_watch_stream(reader(chunks), URL, redact=hide, object_mode=mode)
+        got = [e async for e in stream]
+        assert got == [as_events(THREE)[0], WatchEvent("ERROR", hide(status))]
+        assert SECRET not in repr(got[1].object)
+        assert type(got[1].object) is dict
+
+
+@MODES
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.asyncio
+async def test_a_line_that_is_a_status_raises_its_error(split: bool, mode: ObjectMode) -> None:
+    # A server that answers the watch request with a bare Status and status 200.
+    status = failure_status(410, "Expired", "too old resource version")
+    data = encode([THREE[0]]) + msgspec.json.encode(status) + b"\n"
+    chunks = chunked(data, range(0, len(data), 9)) if split else [data]
+    stream = decode_watch_stream(reader(chunks), URL, object_mode=mode)
+    got, err = await collect_until_error(stream, ExpiredError)
+    assert got == as_events(THREE[:1])
+    assert str(err) == f"410 Expired: too old resource version ({URL})"
+
+
+@MODES
+@pytest.mark.asyncio
+async def test_a_deeply_nested_line_is_a_decode_error(mode: ObjectMode) -> None:
+    deep = b'{"type": "ADDED", "object": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}\n"
+    data = encode(THREE[:1]) + deep + encode(THREE[1:])
+    for chunks in ([data], chunked(data, [len(data) // 2])):
+        got, err = await decode_until_error(chunks, mode)
+        assert got == as_events(THREE[:1])
+        assert "malformed watch event" in str(err)
+        assert "recursion" in str(err)
+
+
+# -- the line limit ----------------------------------------------------------------
+
+LIMIT = 8 * BATCH_BYTES
+
+
+async def decode_limited(
+    chunks: Iterable[bytes], mode: ObjectMode = "dict"
+) -> tuple[list[WatchEvent], DecodeError, int]:
+    """Decode with ``max_line=LIMIT``: the events, the error, how many reads were made."""
+    feed = iter(chunks)
+    reads = 0
+
+    async def read() -> bytes:
+        nonlocal reads
+        reads += 1
+        return next(feed, b"")
+
+    stream = decode_watch_stream(read, URL, max_line=LIMIT, object_mode=mode)
+    got, err = await collect_until_error(stream)
+    return got, err, reads
+
+
+def sized_line(size: int) -> bytes:
+    """A valid event line of exactly ``size`` bytes, newline included."""
+    head = msgspec.json.encode(event("ADDED", "big", data=""))
+    pad = size - len(head) - 1
+    return msgspec.json.encode(event("ADDED", "big", data="x" * pad)) + b"\n"
+
+
+@MODES
+@pytest.mark.asyncio
+async def test_a_line_at_the_limit_is_decoded(mode: ObjectMode) -> None:
+    data = encode(THREE[:1]) + sized_line(LIMIT) + encode(THREE[1:])
+    for cuts in ([], [10], range(0, len(data), 1000)):
+        stream = decode_watch_stream(
+            reader(chunked(data, cuts)), URL, max_line=LIMIT, object_mode=mode
+        )
+        got = [e async for e in stream]
+        assert len(got) == 4
+        assert len(got[1].object["data"]) > LIMIT - 200
+
+
+@pytest.mark.parametrize(
+    "cuts",
+    [
+        [],  # in one chunk, longer than a batch
+        [30],  # the rest of a chunk, after a newline
+        "every 1000 bytes",  # gathered across chunks
+    ],
+)
+@MODES
+@pytest.mark.asyncio
+async def test_a_line_over_the_limit_breaks_the_stream(cuts: Any, mode: ObjectMode) -> None:
+    head = encode(THREE[:1])
+    data = head + sized_line(LIMIT + 1) + encode(THREE[1:])
+    if cuts == "every 1000 bytes":
+        cuts = range(0, len(data), 1000)
+    got, err, _ = await decode_limited(chunked(data, cuts), mode)
+    assert got == as_events(THREE[:1])
+    assert str(err) == (
+        f"0 DecodeError: watch event at byte {len(head)} of the stream is longer than the "
+        f"limit of {LIMIT} bytes: treating the stream as broken ({URL})"
+    )
+
+
+@MODES
+@pytest.mark.asyncio
+async def test_an_endless_line_stops_being_read_at_the_limit(mode: ObjectMode) -> None:
+    def endless() -> Iterator[bytes]:
+        while True:
+            yield b"x" * 1000
+
+    got, err, reads = await decode_limited(endless(), mode)
+    assert got == []
+    assert "longer than the limit" in str(err)
+    assert reads == LIMIT // 1000 + 1  # memory bounded: nothing read past the limit
 
 
 # -- through Client.watch ---------------------------------------------------------

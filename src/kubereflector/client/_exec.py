@@ -13,7 +13,7 @@ import base64
 import contextlib
 import datetime
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,7 +124,7 @@ def parse_credential(stdout: bytes, api_version: str) -> Credential:
     # Errors are raised outside ``except`` blocks throughout, so that no exception
     # holding the plugin's output is chained to them as ``__context__``.
     doc: Any = _NOT_JSON
-    with contextlib.suppress(msgspec.DecodeError):
+    with contextlib.suppress(msgspec.DecodeError, RecursionError):  # deep nesting: RecursionError
         doc = msgspec.json.decode(stdout)
     if doc is _NOT_JSON:
         raise InvalidCredential("printed output that is not JSON")
@@ -171,10 +171,13 @@ def parse_credential(stdout: bytes, api_version: str) -> Credential:
     return Credential(token, client_cert, expires_at)
 
 
-def stderr_tail(stderr: bytes, limit: int = 200) -> str:
+def stderr_tail(
+    stderr: bytes, limit: int = 200, redact: Callable[[str], str] = lambda text: text
+) -> str:
     """The last non-blank line a plugin wrote to standard error, printable and
-    at most ``limit`` characters long (``""`` when it wrote nothing)."""
-    for line in reversed(stderr.decode("utf-8", errors="replace").splitlines()):
+    at most ``limit`` characters long (``""`` when it wrote nothing), passed
+    through ``redact`` before it is cut short."""
+    for line in reversed(redact(stderr.decode("utf-8", errors="replace")).splitlines()):
         clean = "".join(ch if ch.isprintable() else " " for ch in line).strip()
         if clean:
             return clean if len(clean) <= limit else clean[: limit - 3] + "..."

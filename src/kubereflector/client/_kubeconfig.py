@@ -49,13 +49,20 @@ class Entry:
         return f"{self.kind} {self.name!r}"
 
     def string(self, key: str) -> str | None:
-        """A string field; ``None`` when absent or empty."""
+        """A string field; ``None`` when absent or empty.
+
+        Anything but a string is refused, as kubectl refuses it (``server: 6443``
+        and ``token: 12345`` are YAML numbers, not strings), naming the type only.
+        """
         value = self.body.get(key)
         if value is None or value == "":
             return None
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise KubeconfigError(f"{self.what()} in {self.source}: {key} must be a string")
-        return str(value)
+        if not isinstance(value, str):
+            raise KubeconfigError(
+                f"{self.what()} in {self.source}: {key} must be a string, "
+                f"not {type(value).__name__}"
+            )
+        return value
 
     def flag(self, key: str) -> bool:
         value = self.body.get(key)
@@ -142,6 +149,8 @@ def read_file(path: Path) -> tuple[bytes | None, str]:
         return path.read_bytes(), ""
     except OSError as exc:
         return None, exc.strerror or type(exc).__name__
+    except ValueError:  # a NUL in the path, which no file name can hold
+        return None, "the path holds a NUL character"
 
 
 def _load_yaml(path: Path) -> Mapping[str, Any]:

@@ -7,33 +7,52 @@ This is the hot path of every informer, so it is written for throughput:
   ``decode_lines``, in batches of at most :data:`BATCH_BYTES`;
 * only a line that spans chunks is gathered in a ``bytearray``, and each new
   chunk is scanned once, so a 1.5 MB object arriving in 1,000 pieces costs
-  linear time (no line-length limit, no quadratic buffering);
+  linear time (no quadratic buffering); a line longer than ``max_line``
+  bytes ends the stream (checked once per chunk, and for lines longer than
+  a batch), so memory stays bounded whatever the server sends;
 * the event loop gets a turn (``await asyncio.sleep(0)``) after roughly
   :data:`YIELD_COST` bytes' worth of events (a few Pods), so a multi-megabyte
   chunk does not hold it and the handlers on other tasks keep up (which keeps
   the garbage collector's work small, see :data:`YIELD_COST`); otherwise there
   is no ``await`` per event.
 
-A line that does not decode, or a stream that ends inside a line, raises
+A line that does not decode (a deeply nested one included), a line that is too
+long, or a stream that ends inside a line, raises
 :class:`~kubereflector.errors.DecodeError` naming the URL, the byte offset and
-length in the stream and msgspec's message (never the line's content). Events
-before the bad line are still delivered, in order; no event is ever
-delivered half-decoded.
+length in the stream and msgspec's message (never the line's content). A line
+that is a ``Status`` instead of a watch event (a server answering the watch
+request with one) raises that Status' error. Events before the bad line are
+still delivered, in order; no event is ever delivered half-decoded.
+
+The object of an ``ERROR`` event must be a ``Status`` (a JSON object whose
+``kind`` is ``Status``, or that has a ``code`` or ``reason``): anything else
+raises :class:`~kubereflector.errors.DecodeError`. The one comparison per
+event this costs is all the check adds. The Status, and whatever else the
+server sent that goes into an error, passes through the caller's ``redact``
+first (the REST client cuts its credentials out there).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 import msgspec
 
 from ..compact import CompactObject, ObjectMode, _decode_generic, _detach
-from ..errors import DecodeError, TruncatedStreamError
+from ..errors import ApiError, DecodeError, TruncatedStreamError
 from ..listwatch import WatchEvent
+from ._status import is_status, status_error
 
-__all__ = ["BATCH_BYTES", "YIELD_COST", "WireEvent", "decode_watch_stream"]
+__all__ = [
+    "BATCH_BYTES",
+    "MAX_LINE_BYTES",
+    "YIELD_COST",
+    "WireEvent",
+    "decode_watch_stream",
+]
 
 BATCH_BYTES: Final = 4 * 1024
 """Complete lines are decoded in batches of about this many bytes (at least one line).
@@ -64,6 +83,10 @@ loop turn per 2-3 events). See ``benchmarks/informers.py`` and
 EVENT_COST: Final = 1024
 """Work charged per event (its consumer's share), in bytes-equivalent."""
 
+MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+"""The default limit of one watch event: far above any object etcd stores
+(1.5 MiB by default), far below what would exhaust a controller's memory."""
+
 
 class WireEvent(msgspec.Struct, gc=False):
     """One line of a watch stream as it is on the wire (``metav1.WatchEvent``)."""
@@ -83,14 +106,16 @@ class _RawEvent(msgspec.Struct, gc=False):
 
 
 _DECODER: Final = msgspec.json.Decoder(WireEvent)
+_ANY_DECODER: Final = msgspec.json.Decoder()
 _COMPACT_EVENTS: Final = msgspec.json.Decoder(_CompactEvent)
 _RAW_EVENTS: Final = msgspec.json.Decoder(_RawEvent)
-_MSGSPEC_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError)
+_MSGSPEC_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
 def _decode_compact_lines(buf: Any) -> list[Any]:
     """Decode lines of events, their objects compact (events with ``.type`` and
-    ``.object``); raises msgspec's errors for a line that is not an event."""
+    ``.object``); raises msgspec's errors (and RecursionError) for a line that
+    is not an event."""
     try:
         events: list[Any] = _COMPACT_EVENTS.decode_lines(buf)
     except msgspec.ValidationError:
@@ -110,7 +135,7 @@ def _compact_or_plain(event: _RawEvent) -> Any:
             return _decode_generic(event.object)
         except msgspec.ValidationError:
             pass
-    return msgspec.json.decode(event.object)
+    return _ANY_DECODER.decode(event.object)
 
 
 _new_tuple: Final = tuple.__new__
@@ -118,26 +143,53 @@ _new_tuple: Final = tuple.__new__
 ReadChunk = Callable[[], Awaitable[bytes]]
 """Returns the next chunk of the body; ``b""`` at the end (aiohttp's ``readany``)."""
 
+Redact = Callable[[Any], Any]
+"""Returns a decoded value with whatever must not be shown cut out (a new object)."""
+
+
+def _same(value: Any) -> Any:
+    return value
+
 
 async def decode_watch_stream(
-    read: ReadChunk, url: str, *, object_mode: ObjectMode = "dict"
+    read: ReadChunk,
+    url: str,
+    *,
+    max_line: int = MAX_LINE_BYTES,
+    redact: Redact = _same,
+    object_mode: ObjectMode = "dict",
 ) -> AsyncIterator[WatchEvent]:
     """Yield the :class:`WatchEvent` s of a newline-delimited JSON stream.
 
     ``read`` is called until it returns ``b""``. Blank lines are skipped; a
     trailing ``\\r`` is tolerated. A last line without its newline is
     delivered if it is a complete event, else the stream counts as truncated.
-    ``object_mode="compact"``: objects are
-    :class:`~kubereflector.CompactObject` s (an ``ERROR`` event's Status stays
-    a dict).
+    ``max_line`` (at least :data:`BATCH_BYTES`) bounds one line, its newline
+    included. An ERROR event's object must be a Status; the event carries
+    ``redact(status)``, and everything else the server sent that goes into an
+    error passes through ``redact`` too. ``object_mode="compact"``: objects
+    are :class:`~kubereflector.CompactObject` s (an ``ERROR`` event's Status
+    is a dict, as in dict mode).
 
     Raises :class:`DecodeError` for a line that is not a JSON watch event
-    (``{"type": ..., "object": ...}``) and for a truncated stream; exceptions
-    from ``read`` pass through unchanged.
+    (``{"type": ..., "object": ...}``), a line longer than ``max_line``, an
+    ERROR event without a Status, and a truncated stream; the Status' error for
+    a line that is a Status; exceptions from ``read`` pass through unchanged.
     """
     decode_lines = _DECODER.decode_lines if object_mode == "dict" else _decode_compact_lines
     new = _new_tuple
     event_cls = WatchEvent
+
+    def error_object(obj: Any) -> Any:
+        if type(obj) is CompactObject:  # compact mode: an object with a Status' shape
+            obj = obj.to_dict()
+        if not is_status(obj):
+            what = f"a {type(obj).__name__}" if type(obj) is not dict else "an object"
+            if type(obj) is dict and isinstance(obj.get("kind"), str):
+                what = f"a {redact(obj['kind'])[:64]!r}"
+            raise DecodeError(f"a watch ERROR event carried {what} instead of a Status", url=url)
+        return redact(obj)
+
     pending = bytearray()  # the start of a line that spans chunks
     pending_offset = 0  # stream offset of pending[0]
     offset = 0  # stream offset of the current chunk's first byte
@@ -153,21 +205,29 @@ async def decode_watch_stream(
                 pending_offset = offset
             pending += chunk
             offset += size
+            if len(pending) > max_line:
+                raise _too_long(pending_offset, max_line, url)
             continue
         view = memoryview(chunk)
         start = 0
         if pending:
             # Complete the line that spans chunks: this chunk's first newline ends it.
             start = chunk.find(b"\n", 0, end) + 1
+            if len(pending) + start > max_line:
+                raise _too_long(pending_offset, max_line, url)
             pending += view[:start]
             try:
                 events = decode_lines(pending)
             except _MSGSPEC_ERRORS as err:
-                raise _line_error(err, pending_offset, len(pending), url) from err
+                raise _line_error(err, pending, pending_offset, url, redact) from err
             cost += len(pending) + EVENT_COST
             pending.clear()
             for ev in events:
-                yield new(event_cls, (ev.type, ev.object))
+                etype = ev.type
+                if etype == "ERROR":
+                    yield new(event_cls, (etype, error_object(ev.object)))
+                    continue
+                yield new(event_cls, (etype, ev.object))
             if cost >= YIELD_COST:
                 cost = 0
                 await asyncio.sleep(0)
@@ -177,17 +237,25 @@ async def decode_watch_stream(
                 stop = chunk.rfind(b"\n", start, start + BATCH_BYTES) + 1
                 if stop <= start:  # one line longer than a batch
                     stop = chunk.find(b"\n", start + BATCH_BYTES, end) + 1
+                    if stop - start > max_line:
+                        raise _too_long(offset + start, max_line, url)
             try:
                 events = decode_lines(view[start:stop])
             except _MSGSPEC_ERRORS:
                 # Find the bad line (raising there), delivering the good lines before it.
                 events = []
                 async for event in _decode_one_by_one(
-                    decode_lines, chunk, start, stop, offset, url
+                    decode_lines, chunk, start, stop, offset, url, redact
                 ):
+                    if event.type == "ERROR":
+                        event = WatchEvent("ERROR", error_object(event.object))
                     yield event
             for ev in events:
-                yield new(event_cls, (ev.type, ev.object))
+                etype = ev.type
+                if etype == "ERROR":
+                    yield new(event_cls, (etype, error_object(ev.object)))
+                    continue
+                yield new(event_cls, (etype, ev.object))
             cost += stop - start + EVENT_COST * len(events)
             start = stop
             if cost >= YIELD_COST:
@@ -195,6 +263,8 @@ async def decode_watch_stream(
                 await asyncio.sleep(0)
         if end < size:
             pending_offset = offset + end
+            if size - end > max_line:
+                raise _too_long(pending_offset, max_line, url)
             pending += view[end:]
         offset += size
     if pending.strip():
@@ -207,7 +277,11 @@ async def decode_watch_stream(
                 url=url,
             ) from err
         for ev in events:
-            yield new(event_cls, (ev.type, ev.object))
+            etype = ev.type
+            if etype == "ERROR":
+                yield new(event_cls, (etype, error_object(ev.object)))
+                continue
+            yield new(event_cls, (etype, ev.object))
 
 
 async def _decode_one_by_one(
@@ -217,6 +291,7 @@ async def _decode_one_by_one(
     stop: int,
     offset: int,
     url: str,
+    redact: Redact,
 ) -> AsyncIterator[WatchEvent]:
     """Decode ``chunk[start:stop]`` line by line; raise at the first bad line."""
     view = memoryview(chunk)
@@ -225,16 +300,33 @@ async def _decode_one_by_one(
         try:
             events = decode_lines(view[start:nl])
         except _MSGSPEC_ERRORS as err:
-            raise _line_error(err, offset + start, nl - start, url) from err
+            raise _line_error(err, view[start:nl], offset + start, url, redact) from err
         for ev in events:
             yield WatchEvent(ev.type, ev.object)
         start = nl
 
 
-def _line_error(err: Exception, offset: int, length: int, url: str) -> DecodeError:
-    # msgspec's messages name positions and types, never the data itself.
+def _line_error(
+    err: Exception, line: bytes | bytearray | memoryview, offset: int, url: str, redact: Redact
+) -> ApiError:
+    """The error for a line that is no watch event: a Status' own error when the
+    line is one, else a DecodeError with msgspec's message (which names positions
+    and types, never the data itself)."""
+    status: Any = None
+    with contextlib.suppress(*_MSGSPEC_ERRORS):
+        status = _ANY_DECODER.decode(line)
+    if type(status) is dict and status.get("kind") == "Status":
+        return status_error(redact(status), url)
     detail = str(err).replace("$[0]", "$")
     return DecodeError(
-        f"malformed watch event at byte {offset} of the stream ({length} bytes): {detail}",
+        f"malformed watch event at byte {offset} of the stream ({len(line)} bytes): {detail}",
+        url=url,
+    )
+
+
+def _too_long(offset: int, limit: int, url: str) -> DecodeError:
+    return DecodeError(
+        f"watch event at byte {offset} of the stream is longer than the limit of "
+        f"{limit} bytes: treating the stream as broken",
         url=url,
     )

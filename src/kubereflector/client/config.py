@@ -25,12 +25,17 @@ import datetime
 import importlib
 import logging
 import os
+import re
+import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from yarl import URL
+
+from .._timeout import within
 from ..backoff import Clock, RealClock
 from . import _kubeconfig
 from ._exec import (
@@ -44,8 +49,11 @@ from ._exec import (
     stderr_tail,
 )
 from ._kubeconfig import Entry, KubeconfigError
+from ._redact import Redactor
+from .paths import validate_namespace
 
 __all__ = [
+    "EXEC_TIMEOUT",
     "Auth",
     "AuthInfo",
     "ClientConfig",
@@ -56,6 +64,7 @@ __all__ = [
     "TokenFileAuth",
     "in_cluster_config",
     "load_config",
+    "server_problem",
 ]
 
 _log = logging.getLogger("kubereflector.client.config")
@@ -67,10 +76,12 @@ class ConfigError(Exception):
     """The configuration cannot be loaded, or credentials cannot be obtained.
 
     Raised by :func:`load_config` and :func:`in_cluster_config` (missing or
-    malformed files, unknown contexts, unsupported settings) and by
+    malformed files, unknown contexts, unsupported settings), by
     ``Auth.authorize`` (an unreadable token file, a failing exec plugin or
-    auth-provider). The message says what is wrong and where; it never contains
-    a credential, and the exception never chains one that could.
+    auth-provider) and by the Client's first request when TLS cannot load the
+    certificate-authority data or the client certificate and key. The message
+    says what is wrong and where; it never contains a credential, and the
+    exception never chains one that could.
     """
 
 
@@ -159,6 +170,48 @@ class StaticAuth:
         return f"StaticAuth({', '.join(kinds) or 'anonymous'})"
 
 
+_HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def server_problem(server: object) -> str | None:
+    """Why ``server`` cannot be an API server's base URL (a sentence that starts
+    with "server"), or ``None`` if it can.
+
+    It must be an ``http`` or ``https`` URL with a host name or IP address, and
+    no query or fragment. User info (``https://user:password@host``) is refused:
+    credentials belong in the kubeconfig user (aiohttp would also refuse to
+    send them beside another Authorization header). The answer quotes the URL
+    only when it holds no ``@``, so it never shows a credential. Pure and
+    thread-safe.
+    """
+    if not isinstance(server, str):
+        kind = type(server).__name__
+        return f"server must be a string with a URL such as https://host:6443, not {kind}"
+    after_scheme = server.partition("://")[2] if "://" in server else server
+    if "@" in after_scheme.partition("/")[0]:
+        return (
+            "server must not hold credentials (https://user:password@host): put them in "
+            "the kubeconfig user (a token, or a username and password)"
+        )
+    problem: str | None = None
+    try:
+        url = URL(server)
+    except (ValueError, TypeError) as err:
+        return f"server {server!r} is not a URL ({err})"
+    host = url.host or ""
+    if url.scheme not in ("http", "https"):
+        problem = "is not an http or https URL"
+    elif not host:
+        problem = "has no host"
+    elif ":" not in host and not _HOST_NAME.fullmatch(host):
+        problem = f"is not a URL: its host {host!r} is no host name or IP address"
+    elif host.isdigit():
+        problem = "has a number for its host: write it as https://HOST:PORT"
+    elif url.query_string or url.fragment or "?" in server or "#" in server:
+        problem = "must not have a query or fragment"
+    return None if problem is None else f"server {server!r} {problem}"
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class ClientConfig:
     """How to reach one API server.
@@ -168,6 +221,10 @@ class ClientConfig:
     store. ``tls_server_name`` overrides the name checked in the server's
     certificate (and sent as SNI). ``namespace`` is the default namespace of the
     context (``"default"`` when unset).
+
+    Raises ``ValueError`` when ``server`` is not an http(s) URL with a host
+    (or carries credentials, a query or a fragment: see :func:`server_problem`)
+    or ``namespace`` is not a DNS-1123 label.
     """
 
     server: str
@@ -178,6 +235,12 @@ class ClientConfig:
     proxy_url: str | None = None
     namespace: str = "default"
     context: str | None = None
+
+    def __post_init__(self) -> None:
+        problem = server_problem(self.server)
+        if problem is not None:
+            raise ValueError(problem)
+        validate_namespace(self.namespace)
 
     def __repr__(self) -> str:
         return (
@@ -294,6 +357,11 @@ class TokenFileAuth:
 
 # -- exec credential plugins ---------------------------------------------------
 
+EXEC_TIMEOUT = 60.0
+"""Default limit of one exec plugin run, in seconds: ample for plugins that ask
+an identity provider over the network (kubelogin, gke-gcloud-auth-plugin, aws),
+short enough that a hung plugin is noticed and retried."""
+
 
 class ExecAuth:
     """Credentials from a client-go exec credential plugin (``kubectl``'s
@@ -315,13 +383,19 @@ class ExecAuth:
     share one run of the plugin and its outcome; when every caller waiting for a
     run is cancelled, the plugin is killed.
 
+    ``timeout`` (seconds, default :data:`EXEC_TIMEOUT`; ``None``: no limit,
+    measured on ``clock``) bounds one run: a plugin still running then is
+    killed with its whole process group (it runs in a session of its own, so
+    the helpers it started go too) and :class:`ExecPluginError` says so.
+
     ``interactive_mode`` ``"Never"`` and ``"IfAvailable"`` run the plugin
     without a terminal; ``"Always"`` cannot be satisfied (kubereflector never
     hands a plugin a terminal) and raises :class:`ExecPluginError` here.
 
     Raises :class:`ExecPluginError` (a :class:`ConfigError`) naming the command
     when it cannot be started, exits non-zero (with its exit code and the last
-    line of its standard error, truncated), or prints anything but a usable
+    line of its standard error, truncated, any token it issued before
+    redacted), runs past ``timeout``, or prints anything but a usable
     ExecCredential. Neither its arguments, its environment nor its output appear
     in errors, logs or the repr. Use one ExecAuth from one event loop.
     """
@@ -337,7 +411,9 @@ class ExecAuth:
         "_inflight",
         "_info",
         "_install_hint",
+        "_issued",
         "_refresh_before",
+        "_timeout",
         "_waiters",
     )
 
@@ -352,6 +428,7 @@ class ExecAuth:
         cluster: Mapping[str, Any] | None = None,
         install_hint: str | None = None,
         refresh_before: float = 10.0,
+        timeout: float | None = EXEC_TIMEOUT,
         clock: Clock | None = None,
     ) -> None:
         if not command:
@@ -376,7 +453,10 @@ class ExecAuth:
             )
         if refresh_before < 0:
             raise ValueError(f"refresh_before must be >= 0 (got {refresh_before})")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be > 0 or None (got {timeout})")
         self._command = command
+        self._timeout = timeout
         self._args = tuple(args)
         self._env = dict(env or {})
         self._api_version = api_version
@@ -385,6 +465,7 @@ class ExecAuth:
         self._refresh_before = refresh_before
         self._clock: Clock = clock if clock is not None else RealClock()
         self._info: AuthInfo | None = None
+        self._issued = Redactor()  # the credentials it issued, hidden in its error messages
         self._deadline: float | None = None
         self._inflight: asyncio.Task[AuthInfo] | None = None
         self._waiters = 0
@@ -446,6 +527,7 @@ class ExecAuth:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env=env,
+                start_new_session=_POSIX,  # its own process group, killed as one
             )
         except FileNotFoundError:
             hint = f": {self._install_hint.strip()}" if self._install_hint else ""
@@ -457,16 +539,18 @@ class ExecAuth:
                 command, f"cannot be started ({exc.strerror or type(exc).__name__})"
             ) from None
         try:
-            stdout, stderr = await proc.communicate()
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            with contextlib.suppress(asyncio.CancelledError):
-                await proc.wait()
+            stdout, stderr = await within(self._clock, self._timeout, proc.communicate())
+        except TimeoutError:
+            await _kill_process_group(proc)
+            raise ExecPluginError(
+                command, f"did not finish within {self._timeout:g} s and was killed"
+            ) from None
+        except BaseException:  # cancelled: nobody waits for it any more
+            await _kill_process_group(proc)
             raise
         code = proc.returncode
         if code != 0:
-            tail = stderr_tail(stderr)
+            tail = stderr_tail(stderr, redact=self._issued.text)
             if code is not None and code < 0:
                 problem = f"was killed by signal {-code}"
             else:
@@ -486,6 +570,7 @@ class ExecAuth:
             self._deadline = self._clock.now() + remaining - self._refresh_before
             lifetime = f"expires in {remaining:.0f}s"
         self._info = info
+        self._issued.learn(info)
         _log.debug("exec plugin %r gave %s (%s)", command, _kinds(info), lifetime)
         return info
 
@@ -495,6 +580,21 @@ class ExecAuth:
             f"ExecAuth(command={self._command!r}, api_version={self._api_version!r}, "
             f"credential={state})"
         )
+
+
+_POSIX = os.name == "posix"
+
+
+async def _kill_process_group(proc: asyncio.subprocess.Process) -> None:
+    """Kill a plugin and every process of its group; wait for the plugin to end."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if _POSIX:
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:  # pragma: no cover - no process groups
+                proc.kill()
+    with contextlib.suppress(asyncio.CancelledError):
+        await proc.wait()
 
 
 def _kinds(info: AuthInfo) -> str:
@@ -677,7 +777,12 @@ def _auth_provider(user: Entry, server: str, clock: Clock) -> Auth:
 
 
 def _auth_for_user(
-    user: Entry, *, server: str, cluster: Callable[[], dict[str, Any]], clock: Clock
+    user: Entry,
+    *,
+    server: str,
+    cluster: Callable[[], dict[str, Any]],
+    clock: Clock,
+    exec_timeout: float | None,
 ) -> Auth:
     """The Auth for a kubeconfig user, combining its parts as kubectl does:
     a token, token file, username/password or client certificate in the user
@@ -696,6 +801,8 @@ def _auth_for_user(
     if key is not None and cert is None:
         raise KubeconfigError(f"{where}: has a client-key but no client-certificate")
     client_cert = (cert, key) if cert is not None and key is not None else None
+    if client_cert is not None:
+        _check_pem(user, client_cert)
     has_exec = user.body.get("exec") is not None
     has_provider = user.body.get("auth-provider") is not None
     if has_exec and has_provider:
@@ -720,6 +827,7 @@ def _auth_for_user(
                 interactive_mode=settings.interactive_mode,
                 cluster=cluster() if settings.provide_cluster_info else None,
                 install_hint=settings.install_hint,
+                timeout=exec_timeout,
                 clock=clock,
             )
         if has_provider:
@@ -742,6 +850,21 @@ def _auth_for_user(
     return header_auth if client_cert is None else _ClientCertAuth(header_auth, client_cert)
 
 
+def _check_pem(user: Entry, client_cert: tuple[bytes, bytes]) -> None:
+    """Refuse a client certificate or key that is not PEM, naming the field (TLS
+    itself checks the rest when the first connection is made)."""
+    cert, key = client_cert
+    for name, data, marker, what in (
+        ("client-certificate", cert, b"-----BEGIN CERTIFICATE-----", "certificate"),
+        ("client-key", key, b"PRIVATE KEY-----", "private key"),
+    ):
+        if marker not in data:
+            field = f"{name}-data" if user.string(f"{name}-data") else name
+            raise KubeconfigError(
+                f"user {user.name!r} in {user.source}: {field} is not a PEM {what}"
+            )
+
+
 # -- loading -------------------------------------------------------------------
 
 
@@ -759,6 +882,7 @@ def load_config(
     context: str | None = None,
     *,
     clock: Clock | None = None,
+    exec_timeout: float | None = EXEC_TIMEOUT,
 ) -> ClientConfig:
     """Load the configuration for one API server, as kubectl finds it.
 
@@ -778,7 +902,8 @@ def load_config(
     Synchronous and free of side effects beyond reading files, so it may be
     called from any thread, before an event loop exists. Exec plugins and
     auth-providers do not run here but in ``config.auth.authorize()``. ``clock``
-    is what token-file re-reads and credential expiry are measured on.
+    is what token-file re-reads, credential expiry and ``exec_timeout`` (the
+    limit of one exec plugin run, see :class:`ExecAuth`) are measured on.
 
     Raises :class:`ConfigError` (its message names files, contexts, users and
     fields, never a credential) when nothing is found (saying where it looked),
@@ -810,13 +935,13 @@ def load_config(
                     )
         if merged.is_empty():
             raise ConfigError(f"kubeconfig {merged.where()} defines no contexts")
-        return _from_kubeconfig(merged, context, clock)
+        return _from_kubeconfig(merged, context, clock, exec_timeout)
     except KubeconfigError as exc:
         raise ConfigError(str(exc)) from None
 
 
 def _from_kubeconfig(
-    merged: _kubeconfig.Kubeconfig, context: str | None, clock: Clock
+    merged: _kubeconfig.Kubeconfig, context: str | None, clock: Clock, exec_timeout: float | None
 ) -> ClientConfig:
     known = ", ".join(repr(name) for name in sorted(merged.contexts)) or "none"
     name = context or merged.current_context
@@ -852,6 +977,14 @@ def _from_kubeconfig(
     if raw_server is None:
         raise ConfigError(f"cluster {cluster_name!r} in {cluster.source} has no server")
     server = _normalize_server(raw_server)
+    problem = server_problem(server)
+    if problem is not None:
+        raise ConfigError(f"cluster {cluster_name!r} in {cluster.source}: {problem}")
+    namespace = ctx.string("namespace") or "default"
+    try:
+        validate_namespace(namespace)
+    except ValueError as err:
+        raise ConfigError(f"context {name!r} in {ctx.source}: {err}") from None
     ca_data = cluster.data_or_file("certificate-authority")
     insecure = cluster.flag("insecure-skip-tls-verify")
     if insecure and ca_data is not None:
@@ -876,7 +1009,9 @@ def _from_kubeconfig(
     auth: Auth = (
         StaticAuth()
         if user is None
-        else _auth_for_user(user, server=server, cluster=exec_cluster, clock=clock)
+        else _auth_for_user(
+            user, server=server, cluster=exec_cluster, clock=clock, exec_timeout=exec_timeout
+        )
     )
     _log.debug(
         "using context %r (cluster %r, user %r) from %s",
@@ -892,7 +1027,7 @@ def _from_kubeconfig(
         insecure_skip_tls_verify=insecure,
         tls_server_name=tls_server_name,
         proxy_url=proxy_url,
-        namespace=ctx.string("namespace") or "default",
+        namespace=namespace,
         context=name,
     )
 
@@ -925,6 +1060,13 @@ def in_cluster_config(
         )
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
+    server = f"https://{host}:{port}"
+    problem = server_problem(server)
+    if problem is not None or not port.isdigit():
+        raise ConfigError(
+            "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT do not make a URL: "
+            f"{problem or f'port {port!r} is not a number'}"
+        )
     directory = Path(service_account_dir)
     token_path = directory / "token"
     _read_token_file(token_path)  # fail now, naming the path
@@ -940,8 +1082,14 @@ def in_cluster_config(
     namespace = "default"
     with contextlib.suppress(OSError, UnicodeDecodeError):
         namespace = (directory / "namespace").read_text(encoding="utf-8").strip() or "default"
+    try:
+        validate_namespace(namespace)
+    except ValueError as err:
+        raise ConfigError(
+            f"in-cluster namespace file {str(directory / 'namespace')!r}: {err}"
+        ) from None
     return ClientConfig(
-        server=f"https://{host}:{port}",
+        server=server,
         auth=TokenFileAuth(token_path, clock=clock),
         ca_data=ca_data or None,
         namespace=namespace,

@@ -44,7 +44,9 @@ class ResourceInfo:
     """One resource of one group version, as discovery describes it.
 
     ``resource`` is the plural (``deployments``); ``group`` is ``""`` for the
-    core group. Immutable and hashable.
+    core group. Immutable and hashable. ``group``, ``version`` and ``resource``
+    go into API paths: each must be one path segment (``ValueError`` naming
+    the bad value otherwise; ``group`` may be empty).
     """
 
     group: str
@@ -56,6 +58,12 @@ class ResourceInfo:
     short_names: tuple[str, ...] = ()
     singular: str = ""
     categories: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.group:
+            validate_path_segment(self.group, "group")
+        validate_path_segment(self.version, "version")
+        validate_path_segment(self.resource, "resource")
 
     @property
     def group_version(self) -> str:
@@ -269,7 +277,7 @@ class Discovery:
         client = self._client
         core = await client.request("GET", "/api", accept=ACCEPT_AGGREGATED)
         if _is_aggregated(core):
-            resources = list(_parse_aggregated(core))
+            resources = list(_parse_aggregated(core, self._source("/api")))
         else:
             resources = await self._legacy_core(core)
         try:
@@ -277,30 +285,39 @@ class Discovery:
         except NotFoundError:
             groups = None
         if _is_aggregated(groups):
-            resources.extend(_parse_aggregated(groups))
+            resources.extend(_parse_aggregated(groups, self._source("/apis")))
         elif isinstance(groups, Mapping):
             resources.extend(await self._legacy_groups(groups))
         return resources
 
+    def _source(self, path: str) -> str:
+        """The URL of a discovery document, for log lines."""
+        return self._client.server + path
+
     async def _legacy_core(self, versions_doc: Any) -> list[ResourceInfo]:
         versions = versions_doc.get("versions") if isinstance(versions_doc, Mapping) else None
         resources: list[ResourceInfo] = []
-        for version in versions or ["v1"]:
-            doc = await self._client.request("GET", f"/api/{version}")
-            resources.extend(_parse_resource_list(doc, "", str(version)))
+        for version in _segments(versions, "version", self._source("/api")) or ["v1"]:
+            path = f"/api/{version}"
+            doc = await self._client.request("GET", path)
+            resources.extend(_parse_resource_list(doc, "", version, self._source(path)))
         return resources
 
     async def _legacy_groups(self, groups_doc: Mapping[str, Any]) -> list[ResourceInfo]:
+        source = self._source("/apis")
         wanted: list[tuple[str, str]] = []
         for group in groups_doc.get("groups") or ():
             if not isinstance(group, Mapping):
                 continue
-            name = str(group.get("name") or "")
-            versions = [
-                str(v.get("version"))
-                for v in group.get("versions") or ()
-                if isinstance(v, Mapping) and v.get("version")
-            ]
+            names = _segments([group.get("name")], "group", source)
+            if not names:
+                continue
+            name = names[0]
+            versions = _segments(
+                [v.get("version") for v in group.get("versions") or () if isinstance(v, Mapping)],
+                f"version of group {name!r}",
+                source,
+            )
             preferred = group.get("preferredVersion")
             if isinstance(preferred, Mapping) and preferred.get("version") in versions:
                 first = str(preferred["version"])
@@ -310,19 +327,25 @@ class Discovery:
         semaphore = asyncio.Semaphore(_LEGACY_FETCH_CONCURRENCY)
 
         async def fetch(group: str, version: str) -> list[ResourceInfo]:
+            path = f"/apis/{group}/{version}"
             async with semaphore:
                 try:
-                    doc = await self._client.request("GET", f"/apis/{group}/{version}")
+                    doc = await self._client.request("GET", path)
                 except ApiError as err:
                     logger.warning("discovery: skipping %s/%s: %s", group, version, err)
                     return []
-            return list(_parse_resource_list(doc, group, version))
+            return list(_parse_resource_list(doc, group, version, self._source(path)))
 
         pages = await asyncio.gather(*(fetch(g, v) for g, v in wanted))
         return [info for page in pages for info in page]
 
 
 # -- parsing ----------------------------------------------------------------------
+#
+# Discovery documents come from the server: every group, version and resource
+# name in them goes into API paths later, so each is validated (as one path
+# segment, by ResourceInfo) and an entry that fails is logged with the
+# document's URL and skipped.
 
 
 def _is_aggregated(doc: object) -> TypeGuard[Mapping[str, Any]]:
@@ -335,7 +358,31 @@ def _strings(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value if isinstance(v, str))
 
 
-def _parse_aggregated(doc: Mapping[str, Any]) -> Iterator[ResourceInfo]:
+def _segments(values: Any, what: str, source: str) -> list[str]:
+    """The strings of ``values`` that are valid path segments; others logged and skipped."""
+    if not isinstance(values, list):
+        return []
+    good: list[str] = []
+    for value in values:
+        if value is None or value == "":
+            continue
+        try:
+            good.append(validate_path_segment(value, what))
+        except ValueError as err:
+            logger.warning("discovery: %s lists an unusable %s (%s); skipped", source, what, err)
+    return good
+
+
+def _resource_info(source: str, **fields: Any) -> ResourceInfo | None:
+    """A ResourceInfo from a discovery document's fields, or ``None`` (logged) if unusable."""
+    try:
+        return ResourceInfo(**fields)
+    except ValueError as err:
+        logger.warning("discovery: %s lists an unusable resource (%s); skipped", source, err)
+        return None
+
+
+def _parse_aggregated(doc: Mapping[str, Any], source: str) -> Iterator[ResourceInfo]:
     """Resources of an ``APIGroupDiscoveryList`` (versions come in preference order)."""
     for group_doc in doc.get("items") or ():
         if not isinstance(group_doc, Mapping):
@@ -358,7 +405,8 @@ def _parse_aggregated(doc: Mapping[str, Any]) -> Iterator[ResourceInfo]:
                     if isinstance(response_kind, Mapping)
                     else ""
                 )
-                yield ResourceInfo(
+                info = _resource_info(
+                    source,
                     group=group,
                     version=version,
                     resource=plural,
@@ -369,9 +417,11 @@ def _parse_aggregated(doc: Mapping[str, Any]) -> Iterator[ResourceInfo]:
                     singular=str(res.get("singularResource") or kind.lower()),
                     categories=_strings(res.get("categories")),
                 )
+                if info is not None:
+                    yield info
 
 
-def _parse_resource_list(doc: Any, group: str, version: str) -> Iterator[ResourceInfo]:
+def _parse_resource_list(doc: Any, group: str, version: str, source: str) -> Iterator[ResourceInfo]:
     """Resources of a legacy ``APIResourceList`` (subresources skipped)."""
     if not isinstance(doc, Mapping):
         return
@@ -382,7 +432,8 @@ def _parse_resource_list(doc: Any, group: str, version: str) -> Iterator[Resourc
         if not plural or "/" in plural:
             continue
         kind = str(res.get("kind") or "")
-        yield ResourceInfo(
+        info = _resource_info(
+            source,
             group=str(res.get("group") or group),
             version=str(res.get("version") or version),
             resource=plural,
@@ -393,3 +444,5 @@ def _parse_resource_list(doc: Any, group: str, version: str) -> Iterator[Resourc
             singular=str(res.get("singularName") or kind.lower()),
             categories=_strings(res.get("categories")),
         )
+        if info is not None:
+            yield info

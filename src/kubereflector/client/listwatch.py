@@ -94,6 +94,13 @@ class ResourceListWatch:
         """The resource this lists and watches (resolved through discovery once)."""
         return await self.resource.resource_info()
 
+    @property
+    def url(self) -> str:
+        """The collection URL this lists and watches, for logs
+        (``https://host:6443/api/v1/namespaces/default/pods``); until discovery
+        has resolved the resource, the server and the name asked for."""
+        return self.resource.url
+
     async def path(self) -> str:
         """The collection path requests go to (``/api/v1/namespaces/default/pods``)."""
         return (await self.resource_info()).api_path(self.namespace)

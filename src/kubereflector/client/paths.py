@@ -9,6 +9,9 @@ not ``.`` or ``..``, no ``/`` or ``%``), a namespace is a DNS-1123 label
 (``ValidateNamespaceName``). Callers also percent-quote what they validated,
 as a second line of defence (:func:`quote_segment`).
 
+The REST client checks every whole path once more before it becomes a URL
+(:func:`validate_api_path`), the last line of defence.
+
 All functions are pure and thread-safe; they raise :class:`ValueError` naming
 the bad value.
 """
@@ -17,10 +20,11 @@ from __future__ import annotations
 
 import re
 from typing import Final
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 __all__ = [
     "quote_segment",
+    "validate_api_path",
     "validate_name",
     "validate_namespace",
     "validate_path_segment",
@@ -79,3 +83,28 @@ def quote_segment(value: str) -> str:
     RFC 3986's sub-delimiters, ``:`` and ``@`` stay as they are (``system:nodes``).
     """
     return quote(value, safe=_PCHAR_SAFE)
+
+
+def validate_api_path(path: str) -> str:
+    """Return ``path`` if it is an absolute API path and nothing else; else raise ``ValueError``.
+
+    Refused: a path that does not start with ``/``; one that carries a query
+    or a fragment (``?``, ``#``); an empty, ``.`` or ``..`` segment, also
+    percent-encoded (URL libraries resolve ``%2e%2e`` too); a segment holding
+    a percent-encoded ``/`` (the API server decodes it); whitespace and control
+    characters. ``"/"`` alone is allowed.
+    """
+    if not path.startswith("/"):
+        raise ValueError(f"path must start with '/': {path!r}")
+    if "?" in path or "#" in path:
+        raise ValueError(f"path must not carry a query or fragment (pass params): {path!r}")
+    if path == "/":
+        return path
+    for segment in path[1:].split("/"):
+        decoded = unquote(segment)
+        if not segment or decoded in (".", "..") or "/" in decoded or _CONTROL.search(decoded):
+            raise ValueError(
+                f"invalid path {path!r}: its segment {segment!r} is empty, '.' or '..', "
+                "or holds '/', whitespace or control characters"
+            )
+    return path

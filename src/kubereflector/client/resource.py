@@ -346,6 +346,16 @@ class ResourceClient:
             )
         return validate_namespace(namespace)
 
+    @property
+    def url(self) -> str:
+        """The collection URL requests go to, for logs
+        (``https://host:6443/api/v1/namespaces/default/pods``); until discovery has
+        resolved the resource, the server and the name asked for."""
+        info = self._info
+        if info is None:
+            return f"{self.client.server} ({self._name})"
+        return self.client.server + info.api_path(self.namespace)
+
     def __repr__(self) -> str:
         where = f", namespace={self.namespace!r}" if self.namespace else ""
         return f"ResourceClient({self._name}{where})"

@@ -36,8 +36,12 @@ from .. import __version__
 from ..compact import CompactObject, ObjectMode, _decode_generic, _detach
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
-from ._lines import decode_watch_stream
-from .config import ClientConfig
+from ._connector import new_connector
+from ._lines import BATCH_BYTES, MAX_LINE_BYTES, decode_watch_stream
+from ._redact import Redactor
+from ._status import is_status, status_error
+from .config import ClientConfig, ConfigError
+from .paths import validate_api_path
 
 if TYPE_CHECKING:
     from .discovery import Discovery, ResourceInfo
@@ -47,6 +51,7 @@ __all__ = [
     "ACCEPT_JSON",
     "ACCEPT_METADATA",
     "ACCEPT_METADATA_LIST",
+    "MAX_BODY_BYTES",
     "USER_AGENT",
     "Client",
     "JsonValue",
@@ -81,6 +86,9 @@ JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | flo
 ``dict``, arrays ``list``; narrow it with ``isinstance`` before indexing."""
 
 _ERROR_MESSAGE_CHARS: Final = 200
+_ERROR_SCAN_BYTES: Final = 64 * 1024
+MAX_BODY_BYTES: Final = 1024 * 1024 * 1024
+"""The default limit of a response body other than a watch stream (see Client)."""
 _CLOSE_WAIT: Final = 1.0
 """Seconds a watch closed mid-stream waits for its connection to close."""
 
@@ -95,46 +103,65 @@ class _ListBody(msgspec.Struct):
     apiVersion: str = ""
     kind: str = ""
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-    items: list[Any] | None = None
+    items: list[Any] | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class _CompactListBody(msgspec.Struct):
     apiVersion: str = ""
     kind: str = ""
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-    items: list[CompactObject] | None = None
+    items: list[CompactObject] | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class _RawListBody(msgspec.Struct):
     apiVersion: str = ""
     kind: str = ""
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-    items: list[msgspec.Raw] | None = None
+    items: list[msgspec.Raw] | msgspec.UnsetType | None = msgspec.UNSET
 
 
 _LIST_DECODER: Final = msgspec.json.Decoder(_ListBody)
 _COMPACT_LIST_DECODER: Final = msgspec.json.Decoder(_CompactListBody)
 _RAW_LIST_DECODER: Final = msgspec.json.Decoder(_RawListBody)
 _ANY_DECODER: Final = msgspec.json.Decoder()
+_DECODE_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+"""What decoding raises for bad JSON: msgspec's errors, and RecursionError for deep nesting."""
 _encode: Final = msgspec.json.encode
 
 
-def _decode_compact_list(data: bytes) -> _CompactListBody:
-    """A list body with compact items (every item detached from ``data``, and
-    given the list's item kind and apiVersion when it has none)."""
+def _decode_compact_list(data: bytes) -> _CompactListBody | _RawListBody:
+    """A list body whose items decode compactly: a :class:`_CompactListBody`,
+    or a :class:`_RawListBody` when some item has a field a typed compact
+    object has no place for (a ConfigMap's data, ...) or is no object at all;
+    :func:`_compact_items` finishes either."""
     try:
-        body = _COMPACT_LIST_DECODER.decode(data)
+        return _COMPACT_LIST_DECODER.decode(data)
     except msgspec.ValidationError:
-        # Some item has a field a typed compact object has no place for (a
-        # ConfigMap's data, ...): decode each item generically.
-        raw = _RAW_LIST_DECODER.decode(data)
-        kind, api_version = _item_kind(raw.kind, raw.apiVersion)
-        items = [_decode_generic(item, kind, api_version) for item in raw.items or ()]
-        return _CompactListBody(raw.apiVersion, raw.kind, raw.metadata, items)
+        return _RAW_LIST_DECODER.decode(data)
+
+
+def _compact_items(
+    body: _CompactListBody | _RawListBody, items: list[Any], url: URL
+) -> list[CompactObject]:
+    """The items of a compactly decoded list, each detached from the body's
+    bytes and given the list's item kind and apiVersion when it has none.
+    Raises :class:`DecodeError` for an item that is not an object."""
     kind, api_version = _item_kind(body.kind, body.apiVersion)
-    for item in body.items or ():
-        _detach(item, kind, api_version)
-    return body
+    if type(body) is _CompactListBody:
+        for item in items:
+            _detach(item, kind, api_version)
+        return items
+    compact: list[CompactObject] = []
+    try:
+        for item in items:
+            compact.append(_decode_generic(item, kind, api_version))  # noqa: PERF401 (index)
+    except _DECODE_ERRORS:
+        index = len(compact)
+        bad: Any = items[index]
+        with contextlib.suppress(*_DECODE_ERRORS):
+            bad = _ANY_DECODER.decode(bad)
+        raise _not_an_object(index, bad, url) from None
+    return compact
 
 
 def _item_kind(list_kind: str, api_version: str) -> tuple[str | None, str | None]:
@@ -217,9 +244,15 @@ class Client:
     * **Errors.** A non-2xx answer raises :func:`~kubereflector.errors.error_from_status`'s
       class for its ``Status`` body (``ApiError`` with the HTTP reason and the
       start of the body if it has none), naming the URL; a 2xx answer that does
-      not decode raises :class:`~kubereflector.errors.DecodeError`. Network
-      failures raise aiohttp's exceptions (``aiohttp.ClientError``,
+      not decode, or an answer that is not valid HTTP, raises
+      :class:`~kubereflector.errors.DecodeError`. Network failures raise
+      aiohttp's connection errors (``aiohttp.ClientConnectionError``,
       ``asyncio.TimeoutError``) unchanged.
+    * **Secrets.** The credentials of every request (token, basic-auth
+      password, a plugin's token, the client key) are replaced by
+      ``<redacted>`` in everything a server sent that goes into an error: a
+      Status, an error page, an HTTP reason, a watch ERROR event, an
+      aiohttp message quoting the answer.
     * **Ownership.** Decoded bodies, list items and watch objects are fresh
       ``dict``/``list`` trees that belong to the caller.
 
@@ -230,6 +263,15 @@ class Client:
     watchdog catches silent ones. ``max_connections`` caps the pool (``0``: no
     cap; every open watch holds a connection, so a cap below the number of
     watches would stall requests).
+
+    **Size limits**, so that memory stays bounded whatever a server sends:
+    ``max_event_bytes`` bounds one watch event (a line of the stream; default
+    64 MiB, far above etcd's 1.5 MiB object limit; at least 4 KiB) and
+    ``max_body_bytes`` any other response body (default 1 GiB: a list served
+    whole from the watch cache holds every object of the resource, and a
+    150,000-pod cluster's is most of that). Past a limit the response counts
+    as broken: :class:`~kubereflector.errors.DecodeError` naming the URL and
+    the limit (a watch delivers every event before it first).
     """
 
     def __init__(
@@ -239,13 +281,19 @@ class Client:
         timeout: float | None = 60.0,
         connect_timeout: float | None = 10.0,
         max_connections: int = 0,
+        max_event_bytes: int = MAX_LINE_BYTES,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
+        if max_event_bytes < BATCH_BYTES or max_body_bytes <= 0:
+            raise ValueError(
+                f"max_event_bytes must be at least {BATCH_BYTES} and max_body_bytes positive "
+                f"(got {max_event_bytes} and {max_body_bytes})"
+            )
+        self._max_event_bytes = max_event_bytes
+        self._max_body_bytes = max_body_bytes
+        self._redactor = Redactor()
         self.config = config
-        base = URL(config.server)
-        if base.scheme not in ("http", "https") or not base.host:
-            raise ValueError(f"server must be an http(s) URL with a host, got {_safe(base)!r}")
-        if base.query_string or base.fragment:
-            raise ValueError(f"server must not have a query or fragment: {_safe(base)!r}")
+        base = URL(config.server)  # validated by ClientConfig: http(s), a host, no credentials
         self._prefix = str(base).rstrip("/")
         self._base = base
         self._proxy = _proxy_for(base, config.proxy_url)
@@ -317,10 +365,15 @@ class Client:
         return _safe(self._base)
 
     def url(self, path: str, params: QueryParams | None = None) -> URL:
-        """The full URL for an absolute API ``path`` (``/api/v1/pods``) and query."""
-        if not path.startswith("/"):
-            raise ValueError(f"path must start with '/': {path!r}")
-        url = URL(self._prefix + path)
+        """The full URL for an absolute API ``path`` (``/api/v1/pods``) and query.
+
+        ``path`` is only ever a path: it is refused (``ValueError`` naming it)
+        when it carries a query or fragment (pass ``params``), an empty, ``.``
+        or ``..`` segment (also percent-encoded: the URL library would resolve
+        it), a percent-encoded ``/``, or whitespace and control characters, so
+        that no data built into a path can reach another resource.
+        """
+        url = URL(self._prefix + validate_api_path(path))
         if params:
             url = url.update_query({k: _query_value(v) for k, v in params.items()})
         return url
@@ -353,7 +406,7 @@ class Client:
             return None
         try:
             decoded: JsonValue = _ANY_DECODER.decode(data)
-        except msgspec.DecodeError as err:
+        except _DECODE_ERRORS as err:
             raise DecodeError(
                 f"could not decode the response ({len(data)} bytes): {err}", url=_safe(url)
             ) from err
@@ -429,26 +482,47 @@ class Client:
         alike. ``metadata_only`` asks for ``PartialObjectMetadataList``.
         ``object_mode="compact"`` decodes the items into
         :class:`~kubereflector.CompactObject` s (``"dict"``: plain dicts).
+
+        Only a real list is returned: a JSON object with ``items``, an array
+        of objects (``null`` counts as empty when the kind ends in ``List``, as
+        Go servers encode an empty slice), and a ``kind`` ending in ``List``
+        when it has one. A ``Status`` in a 2xx answer raises its
+        :func:`~kubereflector.errors.error_from_status` class (a Failure
+        without an error code as a 500); anything else raises
+        :class:`~kubereflector.errors.DecodeError` naming the URL. So a server
+        that answers 200 with a Failure never empties a cache.
         """
         url = self.url(path, list_params(options))
         data = await self._send(
             "GET", url, ACCEPT_METADATA_LIST if metadata_only else ACCEPT_JSON, None, ""
         )
+        redactor = self._redactor
         try:
             if object_mode == "compact":
-                body: _ListBody | _CompactListBody = _decode_compact_list(data)
+                body: _ListBody | _CompactListBody | _RawListBody = _decode_compact_list(data)
             else:
                 body = _LIST_DECODER.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as err:
-            raise DecodeError(
-                f"could not decode the list response ({len(data)} bytes): {err}", url=_safe(url)
-            ) from err
-        items = body.items if body.items is not None else []
-        if items and body.kind.endswith("List") and type(body) is _ListBody:
-            item_kind = body.kind[:-4]
+        except _DECODE_ERRORS as err:
+            problem = f"could not decode the list response ({len(data)} bytes): {err}"
+            raise _not_a_list(data, url, problem, redactor) from err
+        kind = body.kind
+        items = body.items
+        if kind and not kind.endswith("List"):
+            problem = f"the list response is a {redactor.text(kind)[:64]!r}, not a list"
+            raise _not_a_list(data, url, problem, redactor)
+        if items is None and kind:
+            items = []
+        elif type(items) is not list:
+            raise _not_a_list(data, url, "the list response has no items array", redactor)
+        if not isinstance(body, _ListBody):
+            items = _compact_items(body, items, url)
+        else:
+            item_kind = kind[:-4]
             api_version = body.apiVersion
-            for item in items:
-                if type(item) is dict and "kind" not in item:
+            for index, item in enumerate(items):
+                if type(item) is not dict:
+                    raise _not_an_object(index, item, url)
+                if item_kind and "kind" not in item:
                     item["kind"] = item_kind
                     item.setdefault("apiVersion", api_version)
         meta = body.metadata
@@ -486,16 +560,38 @@ class Client:
         """Send an ordinary request; return the body of a 2xx answer, raise otherwise."""
         transport, resp = await self._open(method, url, accept, body, content_type, stream=False)
         try:
-            try:
-                data = await resp.read()
-            except aiohttp.ClientPayloadError as err:
-                raise DecodeError(f"truncated response body: {err}", url=_safe(url)) from err
+            data = await self._read_body(resp, url)
             if not 200 <= resp.status < 300:
-                raise _error_from_body(resp, data, url)
+                raise _error_from_body(resp, data, url, self._redactor)
             return data
         finally:
             resp.release()
             await self._release(transport)
+
+    async def _read_body(self, resp: aiohttp.ClientResponse, url: URL) -> bytes:
+        """The whole body, unless it is longer than ``max_body_bytes`` (DecodeError)."""
+        limit = self._max_body_bytes
+        too_long = DecodeError(
+            f"response body longer than the limit of {limit} bytes (max_body_bytes): "
+            "treating the response as broken",
+            url=_safe(url),
+        )
+        if (resp.content_length or 0) > limit:
+            raise too_long
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while chunk := await resp.content.readany():
+                size += len(chunk)
+                if size > limit:
+                    raise too_long
+                chunks.append(chunk)
+        except aiohttp.ClientPayloadError as err:  # its message may quote the server
+            message = f"truncated response body: {self._redactor.text(str(err))}"
+        else:
+            return b"".join(chunks)
+        # Raised outside the except block: nothing that saw the answer is chained to it.
+        raise DecodeError(message, url=_safe(url))
 
     async def _open(
         self,
@@ -514,8 +610,10 @@ class Client:
             headers["Content-Type"] = content_type
         for attempt in (0, 1):
             info = await auth.authorize()
+            self._redactor.learn(info)
             transport = await self._transport(info.client_cert)
             transport.active += 1
+            invalid: str | None = None
             metrics = self.request_metrics
             started = time.perf_counter() if metrics is not None else 0.0
             try:
@@ -529,6 +627,11 @@ class Client:
                     allow_redirects=False,
                     timeout=self._stream_timeout if stream else self._timeout,
                 )
+            except aiohttp.ClientResponseError as err:
+                # Not valid HTTP (a bad status line or header). aiohttp quotes the
+                # server's bytes in the message and our request headers in its repr:
+                # raised below, outside this block, so that nothing chains it.
+                invalid = " ".join(self._redactor.text(err.message).split())
             except BaseException as err:
                 if metrics is not None and not isinstance(err, asyncio.CancelledError):
                     metrics.observe(
@@ -536,17 +639,21 @@ class Client:
                     )
                 await self._release(transport)
                 raise
+            if invalid is not None:
+                if metrics is not None:
+                    metrics.observe(
+                        method, "<error>", url.host or "", time.perf_counter() - started
+                    )
+                await self._release(transport)
+                raise DecodeError(f"the answer is not valid HTTP: {invalid}", url=_safe(url))
             if metrics is not None:
                 metrics.observe(
                     method, str(resp.status), url.host or "", time.perf_counter() - started
                 )
             if resp.status == 401 and attempt == 0:
                 logger.debug("401 from %s: refreshing credentials and retrying once", _safe(url))
-                try:
-                    await resp.read()
-                finally:
-                    resp.release()
-                    await self._release(transport)
+                resp.close()  # its body is not needed (and could be endless): drop it
+                await self._release(transport)
                 auth.invalidate()
                 continue
             return transport, resp
@@ -584,9 +691,8 @@ class Client:
         ssl_context: ssl.SSLContext | bool = (
             _ssl_context(self.config, client_cert) if self._base.scheme == "https" else False
         )
-        connector = aiohttp.TCPConnector(ssl=ssl_context, limit=self._max_connections)
         return aiohttp.ClientSession(
-            connector=connector,
+            connector=new_connector(ssl_context, self._max_connections),
             headers={"User-Agent": USER_AGENT},
             timeout=self._timeout,
             trust_env=False,  # proxies are resolved once, above; no .netrc credentials
@@ -621,19 +727,31 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
         safe_url = _safe(url)
         try:
             if resp.status != 200:
-                raise _error_from_body(resp, await resp.read(), url)
+                body = await self._client._read_body(resp, url)
+                raise _error_from_body(resp, body, url, self._client._redactor)
         except BaseException:
             await self._finish()
             raise
         content = resp.content
 
+        redact = self._client._redactor.text
+
         async def read() -> bytes:
             try:
                 return await content.readany()
-            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as err:
+            except aiohttp.ClientConnectionError as err:
                 raise TruncatedStreamError(f"truncated watch stream: {err}", url=safe_url) from err
+            except aiohttp.ClientPayloadError as err:  # its message may quote the server
+                message = f"truncated watch stream: {redact(str(err))}"
+            raise TruncatedStreamError(message, url=safe_url)  # outside: nothing chained
 
-        self._events = decode_watch_stream(read, safe_url, object_mode=self._mode)
+        self._events = decode_watch_stream(
+            read,
+            safe_url,
+            max_line=self._client._max_event_bytes,
+            redact=self._client._redactor.value,
+            object_mode=self._mode,
+        )
         return self._events
 
     async def __aexit__(
@@ -687,27 +805,46 @@ def _drop_exception(future: asyncio.Future[None]) -> None:
 # -- errors ---------------------------------------------------------------------
 
 
-def _error_from_body(resp: aiohttp.ClientResponse, body: bytes, url: URL) -> ApiError:
-    """The error for a non-2xx answer: its Status, else its HTTP status and text."""
+def _error_from_body(
+    resp: aiohttp.ClientResponse, body: bytes, url: URL, redactor: Redactor
+) -> ApiError:
+    """The error for a non-2xx answer: its Status, else its HTTP status and the start
+    of its text; the client's credentials redacted from all of it."""
     retry_after = _parse_retry_after(resp.headers.get("Retry-After"))
     status: Any = None
     if body:
         try:
             status = _ANY_DECODER.decode(body)
-        except msgspec.DecodeError:
+        except _DECODE_ERRORS:
             status = None
-    if not (
-        isinstance(status, dict)
-        and (status.get("kind") == "Status" or "code" in status or "reason" in status)
-    ):
-        text = body[: _ERROR_MESSAGE_CHARS * 4].decode("utf-8", "replace")
+    if not is_status(status):
+        # Redacted before it is cut short, so that no part of a credential survives.
+        text = redactor.text(body[:_ERROR_SCAN_BYTES].decode("utf-8", "replace"))
         status = {
             "code": resp.status,
             "reason": resp.reason or "",
-            "message": " ".join(text[:_ERROR_MESSAGE_CHARS].split()),
+            "message": " ".join(text.split())[:_ERROR_MESSAGE_CHARS],
         }
     return error_from_status(
-        status, http_status=resp.status, url=_safe(url), retry_after=retry_after
+        redactor.value(status), http_status=resp.status, url=_safe(url), retry_after=retry_after
+    )
+
+
+def _not_a_list(data: bytes, url: URL, problem: str, redactor: Redactor) -> ApiError:
+    """The error for a 2xx list answer that is not a list: a Status' own error,
+    else a DecodeError saying ``problem``."""
+    status: Any = None
+    with contextlib.suppress(*_DECODE_ERRORS):
+        status = _ANY_DECODER.decode(data)
+    if isinstance(status, dict) and status.get("kind") == "Status":
+        return status_error(redactor.value(status), _safe(url))
+    return DecodeError(problem, url=_safe(url))
+
+
+def _not_an_object(index: int, item: Any, url: URL) -> DecodeError:
+    return DecodeError(
+        f"item {index} of the list response is {type(item).__name__}, not an object",
+        url=_safe(url),
     )
 
 
@@ -777,7 +914,7 @@ def _ssl_context(config: ClientConfig, client_cert: tuple[bytes, bytes] | None) 
             else:
                 context = ssl.create_default_context(cadata=ca)  # DER
         except (ssl.SSLError, ValueError) as err:
-            raise ValueError(f"the certificate-authority data cannot be loaded: {err}") from None
+            raise ConfigError(f"the certificate-authority data cannot be loaded: {err}") from None
     else:
         context = ssl.create_default_context()
     if client_cert is not None:
@@ -798,6 +935,6 @@ def _load_client_cert(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) 
             file.write(key_pem)
         context.load_cert_chain(path)
     except (ssl.SSLError, ValueError) as err:
-        raise ValueError(f"the client certificate and key cannot be loaded: {err}") from None
+        raise ConfigError(f"the client certificate and key cannot be loaded: {err}") from None
     finally:
         os.unlink(path)

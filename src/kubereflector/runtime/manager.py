@@ -233,7 +233,11 @@ class Manager:
         self._leading = False
         self._failure: BaseException | None = None
         self._finished: asyncio.Event | None = None
-        self._elected: asyncio.Event | None = None
+        # Made here, not when run() starts: a wait_elected() awaited right after
+        # create_task(manager.run()) may run first (Python 3.12+ wait_for awaits
+        # the coroutine in place, 3.10 and 3.11 wrapped it in a task that ran
+        # second). asyncio.Event binds to a loop only when first waited on.
+        self._elected = asyncio.Event()
         self._loop_handle: LoopThread | None = None
 
     # -- what the manager holds -------------------------------------------------------
@@ -284,9 +288,8 @@ class Manager:
     async def wait_elected(self) -> None:
         """Return once this manager leads and its controllers run (at once after the
         start without leader election); controller-runtime's ``Elected()``. Await
-        it on the manager's event loop, after entering or starting it."""
-        if self._elected is None:
-            raise ManagerError("enter or run the manager before waiting for its election")
+        it on the manager's event loop; awaited before :meth:`run` has begun (in a
+        task just created), it waits for it."""
         await self._elected.wait()
 
     def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer:
@@ -474,7 +477,6 @@ class Manager:
             self._loop_handle = LoopThread.adopt(loop, threading.current_thread())
             self._stop_event = asyncio.Event()
             self._finished = asyncio.Event()
-            self._elected = asyncio.Event()
             if self._stop_requested:
                 self._stop_event.set()
         try:
@@ -678,7 +680,6 @@ class Manager:
         controllers = [make() for make in plans]
         self._controllers = controllers
         self._leading = True
-        assert self._elected is not None
         self._elected.set()
         tasks = {asyncio.create_task(c.run(), name=f"controller {c.name}") for c in controllers}
         try:

@@ -94,6 +94,29 @@ class Faults:
     fail_retry_after: float | None = None
     fail_reason: str | None = None
     slow_delay: float | None = None
+    corrupt_count: int = 0
+    corrupt_value: Any = None
+
+    def corrupt_resource_versions(self, count: int, value: Any) -> None:
+        if count < 0:
+            raise ValueError(f"count must be >= 0 (got {count})")
+        ENCODER.encode(value)  # raises for what JSON cannot carry
+        self.corrupt_count = count
+        self.corrupt_value = value
+
+    def corrupt(self, lines: list[bytes]) -> list[bytes]:
+        """``lines`` (watch events), the first ``corrupt_count`` of them with
+        ``corrupt_value`` as their ``metadata.resourceVersion``."""
+        out = []
+        for line in lines:
+            if self.corrupt_count <= 0:
+                out.append(line)
+                continue
+            self.corrupt_count -= 1
+            event = decode(line)
+            event["object"].setdefault("metadata", {})["resourceVersion"] = self.corrupt_value
+            out.append(ENCODER.encode(event) + b"\n")
+        return out
 
     def fail_next(
         self, count: int, status: int, retry_after: float | None, reason: str | None
@@ -451,8 +474,14 @@ class Watcher:
                     await self.clock.sleep(delay)
                     if self.aborted or self.stalled or self.dropped:
                         continue
+                    if self.faults.corrupt_count:
+                        (line,) = self.faults.corrupt([line])
                     await response.write(line)
                 else:
+                    if self.faults.corrupt_count:
+                        lines = self.faults.corrupt(list(queue))
+                        queue.clear()
+                        queue.extend(lines)
                     data = queue[0] if len(queue) == 1 else b"".join(queue)
                     queue.clear()
                     await response.write(data)
@@ -575,15 +604,18 @@ class ApiHandler:
             if delay is not None and float(delay) < 0:
                 raise ValueError("delay_per_event must be >= 0")
             self.faults.slow_delay = None if delay is None else float(delay)
+        elif op == "corrupt_resource_versions":
+            self.faults.corrupt_resource_versions(int(body.get("count", 1)), body.get("value"))
         elif op == "compact":
             self.store.compact()
         elif op == "reset":
             self.faults.fail_count = 0
             self.faults.slow_delay = None
+            self.faults.corrupt_count = 0
         else:
             raise ValueError(
                 f"unknown op {op!r} (drop_watches, fail_next, stall_watches, slow_streams, "
-                "restart, compact, reset)"
+                "corrupt_resource_versions, restart, compact, reset)"
             )
 
     # -- faults over watches ---------------------------------------------------------------

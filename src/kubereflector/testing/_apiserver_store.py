@@ -339,12 +339,30 @@ class Query:
         return not (self.label_selector.empty and self.field_selector.empty)
 
 
-def parse_rv(text: str) -> int | None:
-    """``None`` for ``""``/``"0"``, else the number (400 if not one)."""
+def invalid_resource_version(text: str, *, from_etcd: bool) -> dict[str, Any]:
+    """kube-apiserver's answer (v1.28) to a resourceVersion that is not a number: a
+    400 BadRequest for a list it sends to etcd (``from_etcd``: one with a
+    ``limit`` or ``resourceVersionMatch=Exact``), else (watches, lists from the
+    watch cache) a 500 with no reason."""
+    quoted = ENCODER.encode(text).decode()
+    invalid = (
+        f"resourceVersion: Invalid value: {quoted}: "
+        f"strconv.ParseUint: parsing {quoted}: invalid syntax"
+    )
+    if from_etcd:
+        return failure_status(400, "BadRequest", f"invalid resource version: {invalid}")
+    status = failure_status(500, "", invalid)
+    del status["reason"]  # kube sends none
+    return status
+
+
+def parse_rv(text: str, *, from_etcd: bool = False) -> int | None:
+    """``None`` for ``""``/``"0"``, else the number (not one: see
+    :func:`invalid_resource_version`)."""
     if text in ("", "0"):
         return None
     if not (text.isascii() and text.isdigit()):
-        raise bad_request(f"invalid resource version: {text!r}")
+        raise StatusError(invalid_resource_version(text, from_etcd=from_etcd))
     return int(text)
 
 
@@ -512,8 +530,10 @@ class Store:
             elif rv < bucket.oldest:
                 raise expired(_CONTINUE_EXPIRED, encode_continue(-1, start_key))
         else:
-            requested = parse_rv(query.resource_version)
             match = query.resource_version_match
+            requested = parse_rv(
+                query.resource_version, from_etcd=query.limit > 0 or match == "Exact"
+            )
             if requested is None:
                 rv = current
                 # "0" is served from the watch cache, which does not page.

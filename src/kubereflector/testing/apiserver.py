@@ -505,8 +505,18 @@ class ApiServerEmulator:
             raise ValueError(f"delay_per_event must be >= 0 (got {delay_per_event})")
         self._faults.slow_delay = delay_per_event or None
 
+    def corrupt_resource_versions(self, count: int, value: Any) -> None:
+        """Send ``value`` as the ``metadata.resourceVersion`` of the next ``count``
+        watch events, bookmarks included, over all watches (as a broken server or
+        proxy might): any JSON value, such as an object, a number, or a string
+        the emulator then refuses as a resourceVersion. Replaces an earlier call;
+        ``count=0`` cancels it."""
+        self._check_thread()
+        self._faults.corrupt_resource_versions(count, value)
+
     def reset_faults(self) -> None:
-        """Cancel ``fail_next`` and ``slow_streams`` (stalled streams stay stalled)."""
+        """Cancel ``fail_next``, ``slow_streams`` and ``corrupt_resource_versions``
+        (stalled streams stay stalled)."""
         self._check_thread()
         self._handler.apply_fault("reset", {})
 

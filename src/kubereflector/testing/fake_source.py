@@ -59,6 +59,7 @@ from ..listwatch import (
     WatchEvent,
     WatchStream,
 )
+from ._apiserver_store import invalid_resource_version
 
 __all__ = ["FakeControllerSource"]
 
@@ -106,12 +107,14 @@ def _bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def _parse_rv(resource_version: str) -> int | None:
-    """``None`` for ``""``/``"0"`` (any/most recent), else the number; 400 if not one."""
+def _parse_rv(resource_version: str, *, from_etcd: bool = False) -> int | None:
+    """``None`` for ``""``/``"0"`` (any/most recent), else the number; not one:
+    kube-apiserver's errors (400 for a list it sends to etcd, else 500)."""
     if resource_version in ("", "0"):
         return None
     if not (resource_version.isascii() and resource_version.isdigit()):
-        raise _bad_request(f"invalid resource version: {resource_version!r}")
+        status = invalid_resource_version(resource_version, from_etcd=from_etcd)
+        raise error_from_status(status)
     return int(resource_version)
 
 
@@ -376,7 +379,10 @@ class FakeControllerSource:
             if self._list_faults:
                 raise self._list_faults.popleft()
         self._validate_list(options)
-        requested = _parse_rv(options.resource_version)
+        requested = _parse_rv(
+            options.resource_version,
+            from_etcd=bool(options.limit) or options.resource_version_match == "Exact",
+        )
         with self._lock:
             if options.continue_:
                 rv, last_key = _decode_continue(options.continue_)

@@ -137,11 +137,23 @@ class Gate:
         # Held open for reading and writing so the plugin's open never blocks
         # and our reader never sees end-of-file.
         self._started_fd = os.open(self.started_path, os.O_RDWR | os.O_NONBLOCK)
+        # Opened before any writer: Linux reports the end of a FIFO only to a
+        # reader that was there when a writer came (and then left).
+        self._lifeline_fd = os.open(self.lifeline_path, os.O_RDONLY | os.O_NONBLOCK)
 
-    def plugin_code(self) -> str:
+    def plugin_code(self, *, with_helper: bool = False) -> str:
+        """``with_helper``: the plugin first starts a helper process that holds the
+        lifeline and the plugin's standard output and never ends by itself (as a
+        plugin's own helpers may), so ``ended()`` waits for it too."""
+        helper = (
+            "import subprocess\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], "
+            "pass_fds=(_life,))\n"
+        )
         return (
             f"_life = os.open({str(self.lifeline_path)!r}, os.O_RDWR)\n"
-            f"_release = os.open({str(self.release_path)!r}, os.O_RDWR)\n"
+            + (helper if with_helper else "")
+            + f"_release = os.open({str(self.release_path)!r}, os.O_RDWR)\n"
             f"with open({str(self.started_path)!r}, 'w') as _s:\n"
             "    _s.write(str(os.getpid()) + '\\n')\n"
             "os.read(_release, 1)\n"
@@ -164,8 +176,7 @@ class Gate:
 
     async def ended(self) -> None:
         """Wait until every writer of the lifeline (the plugin) is gone."""
-        fd = os.open(self.lifeline_path, os.O_RDONLY | os.O_NONBLOCK)
-        assert await self._read(fd, line=False) == b""
+        assert await self._read(os.dup(self._lifeline_fd), line=False) == b""
 
     def release(self) -> None:
         fd = os.open(self.release_path, os.O_WRONLY | os.O_NONBLOCK)
@@ -176,6 +187,7 @@ class Gate:
 
     def close(self) -> None:
         os.close(self._started_fd)
+        os.close(self._lifeline_fd)
 
 
 async def drain() -> None:
