@@ -34,9 +34,9 @@ same server in the same run:
   user gets it (watch-list first, atomic RealFIFO, default GC settings), in
   dict mode and in compact mode (``object_mode="compact"``), with one no-op
   event handler: a plain ``def`` one (run on its own thread) or an ``async
-  def`` one (run on the loop). The list protocol is measured by refusing the
-  informer's watch-list (as a server without the feature does), so that it
-  lists at resourceVersion "0" in pages;
+  def`` one (run on the loop). The list protocol is the informer with
+  ``ReflectorOptions(use_watch_list=False)``: it lists at resourceVersion "0"
+  (from the watch cache, unpaginated there), then watches;
 - **official**: ``kubernetes.informer.SharedInformer`` over
   ``CoreV1Api.list_namespaced_pod``, with one handler.
 
@@ -271,9 +271,9 @@ async def _informer(
     """A SharedIndexInformer with ``handler``; yields (informer, registration, start).
 
     ``protocol``: ``"watch-list"`` (the informer's default) or ``"list"`` (a
-    paginated list at resourceVersion "0", then a watch).
+    list at resourceVersion "0", then a watch: ``use_watch_list=False``).
     """
-    from kubereflector import SharedIndexInformer
+    from kubereflector import ReflectorOptions, SharedIndexInformer
     from kubereflector.client import Client, ClientConfig, ResourceListWatch
 
     if ctx.kubeconfig is not None and url is None:
@@ -287,12 +287,11 @@ async def _informer(
             client, "pods", namespace=namespace, metadata_only=metadata_only
         )
         await lw.resource_info()  # discovery is not what is measured
-        if protocol == "list":
-            lw = _ListOnly(lw)
         informer = SharedIndexInformer(
             lw,
             expected_kind=None if metadata_only else "Pod",
             object_mode=object_mode,  # type: ignore[arg-type]
+            reflector_options=ReflectorOptions(use_watch_list=protocol != "list"),
         )
         if transform is not None:
             informer.set_transform(transform)
@@ -304,37 +303,6 @@ async def _informer(
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-
-
-class _ListOnly:
-    """A ResourceListWatch whose watch-lists are refused (as a server without the
-    feature does, with a 405 before any byte is read), so the informer lists:
-    how to benchmark the list protocol until informers take a ``use_watch_list``
-    option (the hardening issue's ReflectorOptions)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    async def list(self, options: Any) -> Any:
-        return await self.inner.list(options)
-
-    def watch(self, options: Any) -> Any:
-        if options.send_initial_events:
-            return _Refused()
-        return self.inner.watch(options)
-
-    def with_object_mode(self, mode: Any) -> _ListOnly:
-        return _ListOnly(self.inner.with_object_mode(mode))
-
-
-class _Refused(contextlib.AbstractAsyncContextManager[Any]):
-    async def __aenter__(self) -> Any:
-        from kubereflector import ApiError
-
-        raise ApiError(405, "MethodNotAllowed", "watch-list refused by the benchmark")
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
 
 
 def _official(ctx: Ctx, namespace: str, url: str | None = None) -> Any:
