@@ -56,6 +56,14 @@ async def finished(proc: asyncio.subprocess.Process) -> tuple[int, str]:
     return proc.returncode, out.decode() + err.decode()
 
 
+async def interrupted_quietly(proc: asyncio.subprocess.Process) -> None:
+    """Ctrl-C (SIGINT) ends a program that follows changes: status 0, no traceback."""
+    proc.send_signal(signal.SIGINT)
+    code, output = await finished(proc)
+    assert "Traceback" not in output, output
+    assert code == 0, output
+
+
 @pytest_asyncio.fixture
 async def server() -> AsyncIterator[ApiServerEmulator]:
     async with ApiServerEmulator() as emulator:
@@ -75,6 +83,7 @@ async def test_print_pod_names(server: ApiServerEmulator) -> None:
         server.delete("pods", "web-2", namespace="default")
         while names != "default/db-0 default/web-1":
             names = await line(proc)
+        await interrupted_quietly(proc)
 
 
 async def test_delete_controller() -> None:
@@ -102,6 +111,7 @@ async def test_pods_by_node(server: ApiServerEmulator) -> None:
                 "n2: 2 pods: web-2, web-3",
             )
             report = await line(proc)
+        await interrupted_quietly(proc)
 
 
 async def test_pods_by_node_once(server: ApiServerEmulator) -> None:
@@ -131,6 +141,4 @@ async def test_lister_web(server: ApiServerEmulator) -> None:
             status, text = await get("?selector=app%20in%20(web")
             assert status == 400
             assert "app in (web" in str(text)
-        proc.send_signal(signal.SIGINT)
-        code, _ = await finished(proc)
-        assert code == 0
+        await interrupted_quietly(proc)
