@@ -1,0 +1,172 @@
+"""The programs of the README and the docs, run as a user runs them.
+
+* Each program that follows a cluster until Ctrl-C (it ends in ``run(main())`` or
+  ``manager.run_sync()``) runs in a subprocess against the emulator, seeded the way
+  ``kubereflector emulator --seed-pods`` seeds it; once it watches, it gets SIGINT
+  and must exit with status 0 and an empty stderr (no traceback).
+* The quick start finds the seeded web pods it looks for.
+* The pytest example of "Test your controller" runs under pytest, with
+  pytest-asyncio, as the page says: with its marker, or with ``asyncio_mode =
+  "auto"``; without either, pytest does not run it (why the page names them).
+
+The subprocesses are waited on through their output and the emulator's watches,
+each wait bounded; nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from doc_snippets import Snippet, snippet, snippets
+from kubereflector.testing import ApiServerEmulator
+from kubereflector.testing._apiserver_seed import cluster_pods
+
+WAIT = 30.0
+"""Upper bound (seconds) on any wait for a subprocess; never reached when things work."""
+
+SEED_PODS = 30
+
+FOLLOWERS = [s for s in snippets() if s.follows_a_cluster]
+
+
+@pytest_asyncio.fixture
+async def server() -> AsyncIterator[ApiServerEmulator]:
+    async with ApiServerEmulator() as emulator:
+        for pod in cluster_pods(SEED_PODS):
+            emulator.create("pods", pod)
+        emulator.create("configmaps", {"metadata": {"name": "settings"}, "data": {"a": "1"}})
+        yield emulator
+
+
+async def start(program: Path, kubeconfig: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(program),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "KUBECONFIG": kubeconfig},
+    )
+
+
+async def read_until(proc: asyncio.subprocess.Process, suffix: str) -> str:
+    """The first line of the program's output ending with ``suffix``."""
+    assert proc.stdout is not None
+    while True:
+        raw = await asyncio.wait_for(proc.stdout.readline(), WAIT)
+        if not raw:
+            assert proc.stderr is not None
+            stderr = (await proc.stderr.read()).decode()
+            raise AssertionError(f"ended before {suffix!r}: {stderr}")
+        line = raw.decode().rstrip("\n")
+        if line.endswith(suffix):
+            return line
+
+
+def test_the_readme_and_the_docs_have_such_programs() -> None:
+    places = {s.name.partition(":")[0] for s in FOLLOWERS}
+    assert {"README.md", "docs/getting-started.md", "docs/how-to/controller.md"} <= places
+    assert len(FOLLOWERS) >= 5
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("program", FOLLOWERS, ids=lambda s: s.name)
+async def test_ctrl_c_ends_the_program_quietly(
+    program: Snippet, server: ApiServerEmulator, tmp_path: Path
+) -> None:
+    path = tmp_path / "program.py"
+    path.write_text(program.code, encoding="utf-8")
+    proc = await start(path, server.kubeconfig_path)
+    try:
+        await asyncio.wait_for(server.wait_for_watches(1), WAIT)  # it follows changes now
+        proc.send_signal(signal.SIGINT)
+        _, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert stderr.decode() == ""
+    assert proc.returncode == 0
+
+
+@pytest.mark.asyncio
+async def test_the_quick_start_finds_the_seeded_web_pods(
+    server: ApiServerEmulator, tmp_path: Path
+) -> None:
+    web = [
+        pod
+        for pod in cluster_pods(SEED_PODS)
+        if pod["metadata"]["namespace"] == "default" and pod["metadata"]["labels"]["app"] == "web"
+    ]
+    assert web  # what the quick start looks for is there
+    path = tmp_path / "quick_start.py"
+    path.write_text(snippet("README.md", "Quick start").code, encoding="utf-8")
+    proc = await start(path, server.kubeconfig_path)
+    try:
+        line = await read_until(proc, "web pods, read from the cache")
+        assert line == f"{len(web)} web pods, read from the cache"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert stderr.decode() == ""
+    assert proc.returncode == 0
+
+
+async def run_pytest(tmp_path: Path, test_code: str, ini: str) -> tuple[int, str]:
+    """pytest over ``test_code`` alone, with the configuration ``ini`` (not this
+    project's): as in a user's repository."""
+    (tmp_path / "test_users_controller.py").write_text(test_code, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text(ini, encoding="utf-8")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-c",
+        str(tmp_path / "pytest.ini"),
+        "--rootdir",
+        str(tmp_path),
+        str(tmp_path / "test_users_controller.py"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=tmp_path,
+    )
+    stdout, _ = await asyncio.wait_for(proc.communicate(), WAIT)
+    assert proc.returncode is not None
+    return proc.returncode, stdout.decode()
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(90)
+async def test_the_pytest_example_runs_under_pytest_asyncio(tmp_path: Path) -> None:
+    code = snippet("docs/how-to/testing.md", "With the fake source").code
+    marker = "@pytest.mark.asyncio\n"
+    assert marker in code
+
+    status, output = await run_pytest(tmp_path, code, "[pytest]\n")
+    assert status == 0, output
+    assert "1 passed" in output, output
+
+    unmarked = code.replace(marker, "")
+    status, output = await run_pytest(tmp_path, unmarked, "[pytest]\nasyncio_mode = auto\n")
+    assert status == 0, output
+    assert "1 passed" in output, output
+
+    # Neither the marker nor auto mode: pytest-asyncio leaves the test alone and
+    # pytest fails it ("async def functions are not natively supported").
+    status, output = await run_pytest(tmp_path, unmarked, "[pytest]\n")
+    assert status != 0, output
+    assert "1 failed" in output, output
