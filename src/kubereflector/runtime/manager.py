@@ -269,6 +269,7 @@ class Manager:
 
     @property
     def namespace(self) -> str | None:
+        """The one namespace the caches watch, or ``None`` for every namespace."""
         return self._namespace
 
     @property

@@ -273,6 +273,7 @@ class ApiServerEmulator:
 
     @property
     def running(self) -> bool:
+        """Whether the server is serving (between :meth:`start` and :meth:`stop`)."""
         return self._runner is not None
 
     @property
