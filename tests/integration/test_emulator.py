@@ -27,6 +27,7 @@ import yaml
 
 from kubereflector import ApiError, NotFoundError
 from kubereflector.testing import ApiServerEmulator, FakeClock
+from kubereflector.testing._apiserver_seed import cluster_pods
 
 pytestmark = pytest.mark.asyncio
 
@@ -1435,7 +1436,11 @@ async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
             session.get(url + PODS, ssl=trust) as response,
         ):
             body = await response.json()
-        assert names(body["items"]) == ["pod-00000", "pod-00001", "pod-00002"]
+        # The same pods as `kubereflector emulator --seed-pods 3`: labelled, on nodes.
+        seeded = list(cluster_pods(3))
+        assert sorted(names(body["items"])) == sorted(names(seeded))
+        assert {p["metadata"]["labels"]["app"] for p in body["items"]} == {"web", "api", "worker"}
+        assert all(p["spec"].get("nodeName", "").startswith("node-") for p in body["items"])
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)

@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 
 from kubereflector.testing import ApiServerEmulator
+from kubereflector.testing._apiserver_seed import cluster_pods
 from kubereflector.testing.apiserver import sample_pod
 
 pytestmark = pytest.mark.asyncio
@@ -120,6 +121,29 @@ async def test_pods_by_node_once(server: ApiServerEmulator) -> None:
         code, output = await finished(proc)
     assert code == 0, output
     assert output.splitlines() == ["n1: 2 pods: db-0, web-1", "n2: 1 pods: web-2"]
+
+
+async def test_pods_by_node_finds_the_seeded_nodes() -> None:
+    """Against the pods `kubereflector emulator --seed-pods` serves, the example finds
+    what it looks for: pods by spec.nodeName (the Pending ones have no node)."""
+    seeded = list(cluster_pods(30))
+    by_node: dict[str, list[str]] = {}
+    for pod in seeded:
+        if "nodeName" in pod["spec"]:
+            by_node.setdefault(pod["spec"]["nodeName"], []).append(pod["metadata"]["name"])
+    assert sorted(by_node) == ["node-a", "node-b", "node-c"]
+    assert sum(map(len, by_node.values())) < len(seeded)  # some Pending, unscheduled
+    async with ApiServerEmulator() as server:
+        for pod in seeded:
+            server.create("pods", pod)
+        args = ["--kubeconfig", server.kubeconfig_path, "--once"]
+        async with program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
+            code, output = await finished(proc)
+    assert code == 0, output
+    assert output.splitlines() == [
+        f"{node}: {len(names)} pods: {', '.join(sorted(names))}"
+        for node, names in sorted(by_node.items())
+    ]
 
 
 async def test_lister_web(server: ApiServerEmulator) -> None:
