@@ -16,6 +16,7 @@ each wait bounded; nothing sleeps.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -46,14 +47,34 @@ async def server() -> AsyncIterator[ApiServerEmulator]:
         yield emulator
 
 
-async def start(program: Path, kubeconfig: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
+@contextlib.asynccontextmanager
+async def started(
+    program: Snippet, kubeconfig: str, tmp_path: Path
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``program`` running as a script, pointed at ``kubeconfig`` by ``KUBECONFIG``."""
+    path = tmp_path / "program.py"
+    path.write_text(program.code, encoding="utf-8")
+    proc = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(program),
+        str(path),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "KUBECONFIG": kubeconfig},
     )
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def interrupt(proc: asyncio.subprocess.Process) -> None:
+    """Ctrl-C: the program must end with status 0 and nothing on stderr (no traceback)."""
+    proc.send_signal(signal.SIGINT)
+    _, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
+    assert stderr.decode() == ""
+    assert proc.returncode == 0
 
 
 async def read_until(proc: asyncio.subprocess.Process, suffix: str) -> str:
@@ -82,19 +103,9 @@ def test_the_readme_and_the_docs_have_such_programs() -> None:
 async def test_ctrl_c_ends_the_program_quietly(
     program: Snippet, server: ApiServerEmulator, tmp_path: Path
 ) -> None:
-    path = tmp_path / "program.py"
-    path.write_text(program.code, encoding="utf-8")
-    proc = await start(path, server.kubeconfig_path)
-    try:
+    async with started(program, server.kubeconfig_path, tmp_path) as proc:
         await asyncio.wait_for(server.wait_for_watches(1), WAIT)  # it follows changes now
-        proc.send_signal(signal.SIGINT)
-        _, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert stderr.decode() == ""
-    assert proc.returncode == 0
+        await interrupt(proc)
 
 
 @pytest.mark.asyncio
@@ -107,20 +118,11 @@ async def test_the_quick_start_finds_the_seeded_web_pods(
         if pod["metadata"]["namespace"] == "default" and pod["metadata"]["labels"]["app"] == "web"
     ]
     assert web  # what the quick start looks for is there
-    path = tmp_path / "quick_start.py"
-    path.write_text(snippet("README.md", "Quick start").code, encoding="utf-8")
-    proc = await start(path, server.kubeconfig_path)
-    try:
+    quick_start = snippet("README.md", "Quick start")
+    async with started(quick_start, server.kubeconfig_path, tmp_path) as proc:
         line = await read_until(proc, "web pods, read from the cache")
         assert line == f"{len(web)} web pods, read from the cache"
-        proc.send_signal(signal.SIGINT)
-        _, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert stderr.decode() == ""
-    assert proc.returncode == 0
+        await interrupt(proc)
 
 
 async def run_pytest(tmp_path: Path, test_code: str, ini: str) -> tuple[int, str]:
