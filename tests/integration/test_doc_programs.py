@@ -29,6 +29,7 @@ import pytest_asyncio
 from doc_snippets import Snippet, snippet, snippets
 from kubereflector.testing import ApiServerEmulator
 from kubereflector.testing._apiserver_seed import cluster_pods
+from python_programs import python_program
 
 WAIT = 30.0
 """Upper bound (seconds) on any wait for a subprocess; never reached when things work."""
@@ -54,19 +55,8 @@ async def started(
     """``program`` running as a script, pointed at ``kubeconfig`` by ``KUBECONFIG``."""
     path = tmp_path / "program.py"
     path.write_text(program.code, encoding="utf-8")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(path),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "KUBECONFIG": kubeconfig},
-    )
-    try:
+    async with python_program(str(path), env={**os.environ, "KUBECONFIG": kubeconfig}) as proc:
         yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
 
 
 async def interrupt(proc: asyncio.subprocess.Process) -> None:

@@ -5,10 +5,8 @@ with timeouts (nothing sleeps)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,27 +17,12 @@ import pytest_asyncio
 from kubereflector.testing import ApiServerEmulator
 from kubereflector.testing._apiserver_seed import cluster_pods
 from kubereflector.testing.apiserver import sample_pod
+from python_programs import python_program
 
 pytestmark = pytest.mark.asyncio
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 LINE_TIMEOUT = 20.0
-
-
-@contextlib.asynccontextmanager
-async def program(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
 
 
 async def line(proc: asyncio.subprocess.Process) -> str:
@@ -76,7 +59,7 @@ async def server() -> AsyncIterator[ApiServerEmulator]:
 
 async def test_print_pod_names(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path, "--every", "0.2", "--rounds", "0"]
-    async with program(str(EXAMPLES / "print_pod_names.py"), *args) as proc:
+    async with python_program(str(EXAMPLES / "print_pod_names.py"), *args) as proc:
         names = await line(proc)
         while "default/web-1" not in names:  # the first print may precede the sync
             names = await line(proc)
@@ -88,7 +71,7 @@ async def test_print_pod_names(server: ApiServerEmulator) -> None:
 
 
 async def test_delete_controller() -> None:
-    async with program(str(EXAMPLES / "delete_controller.py")) as proc:
+    async with python_program(str(EXAMPLES / "delete_controller.py")) as proc:
         code, output = await finished(proc)
     assert code == 0, output
     assert output.split() == ["a-hello", "b-controller", "c-framework"]
@@ -96,7 +79,7 @@ async def test_delete_controller() -> None:
 
 async def test_pods_by_node(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path]
-    async with program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
+    async with python_program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
         assert [await line(proc), await line(proc)] == [
             "n1: 2 pods: db-0, web-1",
             "n2: 1 pods: web-2",
@@ -117,7 +100,7 @@ async def test_pods_by_node(server: ApiServerEmulator) -> None:
 
 async def test_pods_by_node_once(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path, "--once"]
-    async with program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
+    async with python_program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
         code, output = await finished(proc)
     assert code == 0, output
     assert output.splitlines() == ["n1: 2 pods: db-0, web-1", "n2: 1 pods: web-2"]
@@ -137,7 +120,7 @@ async def test_pods_by_node_finds_the_seeded_nodes() -> None:
         for pod in seeded:
             server.create("pods", pod)
         args = ["--kubeconfig", server.kubeconfig_path, "--once"]
-        async with program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
+        async with python_program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
             code, output = await finished(proc)
     assert code == 0, output
     assert output.splitlines() == [
@@ -148,7 +131,7 @@ async def test_pods_by_node_finds_the_seeded_nodes() -> None:
 
 async def test_lister_web(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path, "--port", "0"]
-    async with program(str(EXAMPLES / "lister_web.py"), *args) as proc:
+    async with python_program(str(EXAMPLES / "lister_web.py"), *args) as proc:
         banner = await line(proc)
         assert banner.startswith("serving on http://127.0.0.1:")
         url = banner.removeprefix("serving on ")

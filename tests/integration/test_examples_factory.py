@@ -11,12 +11,13 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from conftest import KUBECONFIG_ENV, Target
+
+from python_programs import python_program
 
 pytestmark = pytest.mark.asyncio
 
@@ -37,8 +38,7 @@ def kubeconfig_path(target: Target) -> str:
 async def example(
     script: str, target: Target, *args: str
 ) -> AsyncIterator[asyncio.subprocess.Process]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
+    async with python_program(
         "-W",
         "default",  # show ResourceWarnings (unclosed sockets...) on stderr
         str(EXAMPLES / script),
@@ -47,15 +47,8 @@ async def example(
         "--namespace",
         target.namespace,
         *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
+    ) as proc:
         yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
 
 
 async def read_line(proc: asyncio.subprocess.Process) -> str:
