@@ -623,6 +623,19 @@ class Store:
         for observer in self.observers:
             observer(bucket, event_type, record)
 
+    def _commit(
+        self, bucket: Bucket, obj: dict[str, Any], event_type: str, prev: Record | None
+    ) -> Record:
+        """Store ``obj`` (a new object or a new state of ``prev``) in ``bucket`` at the
+        next resourceVersion, written into its metadata, and send the ``event_type``
+        event to the bucket's watchers and the observers. Returns the stored record."""
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        record = Record(obj, bucket.info.typemeta_prefix)
+        bucket.put(record)
+        self._emit(bucket, event_type, record, prev)
+        return record
+
     def _body(self, info: ResourceInfo, obj: Any, *, strict: bool) -> dict[str, Any]:
         """A request body as a fresh top-level dict with its own metadata dict, after
         kube's checks of its ``apiVersion`` and ``kind`` (custom resources must name
@@ -784,12 +797,7 @@ class Store:
         _apply_defaults(info, body)
         if dry_run:
             return Record(body, info.typemeta_prefix)
-        self.rv += 1
-        body["metadata"]["resourceVersion"] = str(self.rv)
-        record = Record(body, info.typemeta_prefix)
-        bucket.put(record)
-        self._emit(bucket, "ADDED", record, None)
-        return record
+        return self._commit(bucket, body, "ADDED", None)
 
     def update(
         self,
@@ -922,12 +930,7 @@ class Store:
             return Record(new, info.typemeta_prefix)
         if dry_run:
             return Record(new, info.typemeta_prefix)
-        self.rv += 1
-        new["metadata"]["resourceVersion"] = str(self.rv)
-        record = Record(new, info.typemeta_prefix)
-        bucket.put(record)
-        self._emit(bucket, "MODIFIED", record, existing)
-        return record
+        return self._commit(bucket, new, "MODIFIED", existing)
 
     def patch(
         self,
@@ -1071,12 +1074,7 @@ class Store:
                 new_meta["generation"] = int(new_meta["generation"]) + 1
             if dry_run:
                 return Record(new, info.typemeta_prefix), False
-            self.rv += 1
-            new_meta["resourceVersion"] = str(self.rv)
-            record = Record(new, info.typemeta_prefix)
-            bucket.put(record)
-            self._emit(bucket, "MODIFIED", record, existing)
-            return record, False
+            return self._commit(bucket, new, "MODIFIED", existing), False
         if dry_run:
             return existing, True
         if info.plural == "namespaces" and info.builtin:
