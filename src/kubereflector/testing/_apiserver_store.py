@@ -100,7 +100,16 @@ def expired(message: str, continue_: str | None = None) -> StatusError:
     return StatusError(status)
 
 
+def too_old(requested: int, oldest: int) -> dict[str, Any]:
+    """kube-apiserver's answer to a watch from a resourceVersion older than the
+    ``oldest`` its history still holds: a 410 Expired (the watcher relists)."""
+    return failure_status(410, "Expired", f"too old resource version: {requested} ({oldest})")
+
+
 def too_large(requested: int, current: int) -> dict[str, Any]:
+    """kube-apiserver's answer (v1.28) to a list or watch from a resourceVersion newer
+    than the ``current`` one: a 504 Timeout with a ResourceVersionTooLarge cause
+    (client-go's ``IsTooLargeResourceVersion``)."""
     return failure_status(
         504,
         "Timeout",
@@ -604,9 +613,7 @@ class Store:
         elif requested > current:
             plan.from_rv = requested  # kube waits for the resourceVersion to come
         elif requested < bucket.oldest:
-            plan.error = failure_status(
-                410, "Expired", f"too old resource version: {requested} ({bucket.oldest})"
-            )
+            plan.error = too_old(requested, bucket.oldest)
         else:
             plan.from_rv = requested
             plan.replay = [e for e in bucket.history if e.rv > requested]

@@ -45,7 +45,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from ..backoff import Clock, RealClock
-from ..errors import ApiError, ExpiredError, error_from_status, failure_status
+from ..errors import ApiError, ExpiredError, error_from_status
 from ..keys import meta_namespace_key_func
 from ..listwatch import (
     ADDED,
@@ -59,7 +59,7 @@ from ..listwatch import (
     WatchEvent,
     WatchStream,
 )
-from ._apiserver_store import invalid_resource_version
+from ._apiserver_store import invalid_resource_version, too_large, too_old
 
 __all__ = ["FakeControllerSource"]
 
@@ -79,24 +79,6 @@ class _Change:
     key: str
     event: WatchEvent
     previous: dict[str, Any] | None
-
-
-def _expired_status(requested: int, oldest: int) -> dict[str, Any]:
-    return failure_status(410, "Expired", f"too old resource version: {requested} ({oldest})")
-
-
-def _too_large_status(requested: int, current: int) -> dict[str, Any]:
-    return failure_status(
-        504,
-        "Timeout",
-        f"Timeout: Too large resource version: {requested}, current: {current}",
-        {
-            "causes": [
-                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-            ],
-            "retryAfterSeconds": 1,
-        },
-    )
 
 
 def _invalid(message: str) -> ApiError:
@@ -395,7 +377,7 @@ class FakeControllerSource:
                 if requested is None:
                     rv = self._rv
                 elif requested > self._rv:
-                    raise error_from_status(_too_large_status(requested, self._rv))
+                    raise error_from_status(too_large(requested, self._rv))
                 elif options.resource_version_match == "Exact":
                     if requested < self._oldest:
                         raise ExpiredError("The resourceVersion for the provided list is too old.")
@@ -515,7 +497,7 @@ class FakeControllerSource:
         with self._lock:
             current = self._rv
             if requested is not None and requested > current:
-                watch._finish_with_error(_too_large_status(requested, current))
+                watch._finish_with_error(too_large(requested, current))
                 return
             if options.send_initial_events:
                 initial = [WatchEvent(ADDED, self._objects[k]) for k in sorted(self._objects)]
@@ -525,7 +507,7 @@ class FakeControllerSource:
                 if options.send_initial_events is None:
                     initial = [WatchEvent(ADDED, self._objects[k]) for k in sorted(self._objects)]
             elif requested < self._oldest:
-                watch._finish_with_error(_expired_status(requested, self._oldest))
+                watch._finish_with_error(too_old(requested, self._oldest))
                 return
             else:
                 initial = [c.event for c in self._history if c.rv > requested]
