@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 from fake_http import FakeServer, serve
+from running_task import running
 
 from kubereflector import (
     ApiError,
@@ -263,17 +263,6 @@ class SignallingCache(Cache):
     def add(self, obj: Any) -> None:
         super().add(obj)
         self.changed.set()
-
-
-@contextlib.asynccontextmanager
-async def running(reflector: Reflector) -> AsyncIterator[None]:
-    task = asyncio.create_task(reflector.run())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def test_a_reflector_syncs_by_watch_list(api: tuple[Api, Client]) -> None:
