@@ -631,11 +631,21 @@ class Store:
             observer(bucket, event_type, record)
 
     def _commit(
-        self, bucket: Bucket, obj: dict[str, Any], event_type: str, prev: Record | None
+        self,
+        bucket: Bucket,
+        obj: dict[str, Any],
+        event_type: str,
+        prev: Record | None,
+        *,
+        dry_run: bool,
     ) -> Record:
         """Store ``obj`` (a new object or a new state of ``prev``) in ``bucket`` at the
         next resourceVersion, written into its metadata, and send the ``event_type``
-        event to the bucket's watchers and the observers. Returns the stored record."""
+        event to the bucket's watchers and the observers. Returns the stored record;
+        for a ``dry_run``, only the record of ``obj`` as it is (nothing stored, no new
+        resourceVersion), as kube answers a dry run."""
+        if dry_run:
+            return Record(obj, bucket.info.typemeta_prefix)
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         record = Record(obj, bucket.info.typemeta_prefix)
@@ -802,9 +812,7 @@ class Store:
         resourceVersion, as kube does)."""
         info = bucket.info
         _apply_defaults(info, body)
-        if dry_run:
-            return Record(body, info.typemeta_prefix)
-        return self._commit(bucket, body, "ADDED", None)
+        return self._commit(bucket, body, "ADDED", None, dry_run=dry_run)
 
     def update(
         self,
@@ -935,9 +943,7 @@ class Store:
             if not dry_run:
                 self._remove(bucket, existing)
             return Record(new, info.typemeta_prefix)
-        if dry_run:
-            return Record(new, info.typemeta_prefix)
-        return self._commit(bucket, new, "MODIFIED", existing)
+        return self._commit(bucket, new, "MODIFIED", existing, dry_run=dry_run)
 
     def patch(
         self,
@@ -1079,9 +1085,7 @@ class Store:
             new_meta["deletionGracePeriodSeconds"] = 0
             if "generation" in new_meta:
                 new_meta["generation"] = int(new_meta["generation"]) + 1
-            if dry_run:
-                return Record(new, info.typemeta_prefix), False
-            return self._commit(bucket, new, "MODIFIED", existing), False
+            return self._commit(bucket, new, "MODIFIED", existing, dry_run=dry_run), False
         if dry_run:
             return existing, True
         if info.plural == "namespaces" and info.builtin:
