@@ -60,10 +60,10 @@ from ..listwatch import (
     WatchStream,
 )
 from ._apiserver_store import invalid_resource_version, too_large, too_old
+from ._watch_timer import run_watch_timer
 
 __all__ = ["FakeControllerSource"]
 
-_EPSILON: Final = 1e-9
 _CONTINUE_VERSION: Final = "kubereflector.testing/v1"
 _CONTINUE_EXPIRED_MESSAGE: Final = (
     "The provided continue parameter is too old to display a consistent list result. "
@@ -586,7 +586,15 @@ class _FakeWatch:
         interval = self.source.bookmark_interval if options.allow_watch_bookmarks else None
         timeout = options.timeout_seconds if options.timeout_seconds else None
         if interval is not None or timeout is not None:
-            self._timer = self.loop.create_task(self._run_timer(interval, timeout))
+            source = self.source
+            timer = run_watch_timer(
+                source.clock,
+                interval,
+                timeout,
+                on_bookmark=lambda: source._timer_fired(self, timed_out=False),
+                on_timeout=lambda: source._timer_fired(self, timed_out=True),
+            )
+            self._timer = self.loop.create_task(timer)
         return self
 
     async def __aexit__(
@@ -652,22 +660,3 @@ class _FakeWatch:
 
     def _on_stall(self) -> None:
         self._stop_timer()
-
-    async def _run_timer(self, interval: float | None, timeout: float | None) -> None:
-        clock = self.source.clock
-        start = clock.now()
-        deadline = start + timeout if timeout is not None else None
-        next_bookmark = start + interval if interval is not None else None
-        while True:
-            due = min(t for t in (deadline, next_bookmark) if t is not None)
-            delay = due - clock.now()
-            if delay > _EPSILON:
-                await clock.sleep(delay)
-            now = clock.now() + _EPSILON
-            if deadline is not None and now >= deadline:
-                self.source._timer_fired(self, timed_out=True)
-                return
-            if next_bookmark is not None and interval is not None and now >= next_bookmark:
-                self.source._timer_fired(self, timed_out=False)
-                while next_bookmark <= now:
-                    next_bookmark += interval
