@@ -432,7 +432,7 @@ async def test_a_killed_plugin_s_pipes_are_closed_even_when_a_process_outside_it
             "_dead, _alive = os.pipe()\n"
             "subprocess.Popen([sys.executable, '-c', "
             "'import os, sys\\nos.read(%d, 1)\\n"
-            "while True: sys.stdout.write(\"x\" * 65536); sys.stdout.flush()' % _dead], "
+            'while True: sys.stdout.write("x" * 65536); sys.stdout.flush()\' % _dead], '
             "pass_fds=(_life, _dead), start_new_session=True)\n"
         )
         body = gate.plugin_code().replace("_release = ", escaped + "_release = ", 1)
