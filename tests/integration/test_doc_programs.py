@@ -25,14 +25,11 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from examples_run import WAIT, program, read_line
 
 from doc_snippets import Snippet, snippet, snippets
 from kubereflector.testing import ApiServerEmulator
 from kubereflector.testing._apiserver_seed import cluster_pods
-from python_programs import python_program
-
-WAIT = 30.0
-"""Upper bound (seconds) on any wait for a subprocess; never reached when things work."""
 
 SEED_PODS = 30
 
@@ -50,12 +47,12 @@ async def server() -> AsyncIterator[ApiServerEmulator]:
 
 @contextlib.asynccontextmanager
 async def started(
-    program: Snippet, kubeconfig: str, tmp_path: Path
+    block: Snippet, kubeconfig: str, tmp_path: Path
 ) -> AsyncIterator[asyncio.subprocess.Process]:
-    """``program`` running as a script, pointed at ``kubeconfig`` by ``KUBECONFIG``."""
+    """``block`` running as a script, pointed at ``kubeconfig`` by ``KUBECONFIG``."""
     path = tmp_path / "program.py"
-    path.write_text(program.code, encoding="utf-8")
-    async with python_program(str(path), env={**os.environ, "KUBECONFIG": kubeconfig}) as proc:
+    path.write_text(block.code, encoding="utf-8")
+    async with program(str(path), env={**os.environ, "KUBECONFIG": kubeconfig}) as proc:
         yield proc
 
 
@@ -69,16 +66,10 @@ async def interrupt(proc: asyncio.subprocess.Process) -> None:
 
 async def read_until(proc: asyncio.subprocess.Process, suffix: str) -> str:
     """The first line of the program's output ending with ``suffix``."""
-    assert proc.stdout is not None
-    while True:
-        raw = await asyncio.wait_for(proc.stdout.readline(), WAIT)
-        if not raw:
-            assert proc.stderr is not None
-            stderr = (await proc.stderr.read()).decode()
-            raise AssertionError(f"ended before {suffix!r}: {stderr}")
-        line = raw.decode().rstrip("\n")
-        if line.endswith(suffix):
-            return line
+    line = await read_line(proc)
+    while not line.endswith(suffix):
+        line = await read_line(proc)
+    return line
 
 
 def test_the_readme_and_the_docs_have_such_programs() -> None:

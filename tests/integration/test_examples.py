@@ -8,34 +8,21 @@ import asyncio
 import json
 import signal
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import aiohttp
 import pytest
 import pytest_asyncio
+from examples_run import EXAMPLES, WAIT, program, read_line
 
 from kubereflector.testing import ApiServerEmulator
 from kubereflector.testing._apiserver_seed import cluster_pods
 from kubereflector.testing.apiserver import sample_pod
-from python_programs import python_program
 
 pytestmark = pytest.mark.asyncio
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-LINE_TIMEOUT = 20.0
-
-
-async def line(proc: asyncio.subprocess.Process) -> str:
-    assert proc.stdout is not None
-    raw = await asyncio.wait_for(proc.stdout.readline(), LINE_TIMEOUT)
-    if not raw:
-        assert proc.stderr is not None
-        raise AssertionError(f"the program ended: {(await proc.stderr.read()).decode()}")
-    return raw.decode().rstrip("\n")
-
 
 async def finished(proc: asyncio.subprocess.Process) -> tuple[int, str]:
-    out, err = await asyncio.wait_for(proc.communicate(), LINE_TIMEOUT)
+    out, err = await asyncio.wait_for(proc.communicate(), WAIT)
     assert proc.returncode is not None
     return proc.returncode, out.decode() + err.decode()
 
@@ -59,19 +46,19 @@ async def server() -> AsyncIterator[ApiServerEmulator]:
 
 async def test_print_pod_names(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path, "--every", "0.2", "--rounds", "0"]
-    async with python_program(str(EXAMPLES / "print_pod_names.py"), *args) as proc:
-        names = await line(proc)
+    async with program(str(EXAMPLES / "print_pod_names.py"), *args) as proc:
+        names = await read_line(proc)
         while "default/web-1" not in names:  # the first print may precede the sync
-            names = await line(proc)
+            names = await read_line(proc)
         assert names == "default/db-0 default/web-1 default/web-2"
         server.delete("pods", "web-2", namespace="default")
         while names != "default/db-0 default/web-1":
-            names = await line(proc)
+            names = await read_line(proc)
         await interrupted_quietly(proc)
 
 
 async def test_delete_controller() -> None:
-    async with python_program(str(EXAMPLES / "delete_controller.py")) as proc:
+    async with program(str(EXAMPLES / "delete_controller.py")) as proc:
         code, output = await finished(proc)
     assert code == 0, output
     assert output.split() == ["a-hello", "b-controller", "c-framework"]
@@ -79,28 +66,28 @@ async def test_delete_controller() -> None:
 
 async def test_pods_by_node(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path]
-    async with python_program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
-        assert [await line(proc), await line(proc)] == [
+    async with program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
+        assert [await read_line(proc), await read_line(proc)] == [
             "n1: 2 pods: db-0, web-1",
             "n2: 1 pods: web-2",
         ]
         # The controller then works through its queue: the initial adds first
         # (a reconcile of every node), then the change below.
         server.create("pods", sample_pod("web-3", node_name="n2"))
-        report = await line(proc)
+        report = await read_line(proc)
         while report != "n2: 2 pods: web-2, web-3":
             assert report in (
                 "n1: 2 pods: db-0, web-1",
                 "n2: 1 pods: web-2",
                 "n2: 2 pods: web-2, web-3",
             )
-            report = await line(proc)
+            report = await read_line(proc)
         await interrupted_quietly(proc)
 
 
 async def test_pods_by_node_once(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path, "--once"]
-    async with python_program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
+    async with program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
         code, output = await finished(proc)
     assert code == 0, output
     assert output.splitlines() == ["n1: 2 pods: db-0, web-1", "n2: 1 pods: web-2"]
@@ -120,7 +107,7 @@ async def test_pods_by_node_finds_the_seeded_nodes() -> None:
         for pod in seeded:
             server.create("pods", pod)
         args = ["--kubeconfig", server.kubeconfig_path, "--once"]
-        async with python_program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
+        async with program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
             code, output = await finished(proc)
     assert code == 0, output
     assert output.splitlines() == [
@@ -131,8 +118,8 @@ async def test_pods_by_node_finds_the_seeded_nodes() -> None:
 
 async def test_lister_web(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path, "--port", "0"]
-    async with python_program(str(EXAMPLES / "lister_web.py"), *args) as proc:
-        banner = await line(proc)
+    async with program(str(EXAMPLES / "lister_web.py"), *args) as proc:
+        banner = await read_line(proc)
         assert banner.startswith("serving on http://127.0.0.1:")
         url = banner.removeprefix("serving on ")
         async with aiohttp.ClientSession() as session:

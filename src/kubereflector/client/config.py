@@ -597,13 +597,25 @@ _POSIX = os.name == "posix"
 
 
 async def _kill_process_group(proc: asyncio.subprocess.Process) -> None:
-    """Kill a plugin and every process of its group; wait for the plugin to end."""
+    """Kill a plugin and every process of its group, close our ends of its
+    pipes, and wait for the plugin to end.
+
+    The pipes are closed, not read to their end, and closed before waiting: a
+    descendant that left the group may hold them open forever, and from Python
+    3.11 ``Process.wait()`` returns only once the pipes are closed (on 3.10 it
+    returned earlier and left the transport open past the loop's life).
+    """
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             if _POSIX:
                 os.killpg(proc.pid, signal.SIGKILL)
             else:  # pragma: no cover - no process groups
                 proc.kill()
+    # asyncio.subprocess.Process has no public close(); its transport's close()
+    # (public on asyncio.SubprocessTransport) closes the pipes.
+    transport: asyncio.SubprocessTransport | None = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
     with contextlib.suppress(asyncio.CancelledError):
         await proc.wait()
 
