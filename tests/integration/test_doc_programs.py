@@ -153,3 +153,4 @@ async def test_the_pytest_example_runs_under_pytest_asyncio(tmp_path: Path) -> N
     status, output = await run_pytest(tmp_path, unmarked, "[pytest]\n")
     assert status != 0, output
     assert "1 failed" in output, output
+    assert "async def functions are not natively supported" in output  # as the page says
