@@ -140,25 +140,23 @@ class WorkQueue(Generic[T]):
         lock = self._lock
         lock.acquire()
         try:
-            if not self._shutting_down:
-                self._add_locked(item, priority)
+            if self._shutting_down:
+                return
+            queued = self._queued
+            if item in queued or item in self._processing:
+                self._add_again_locked(item, priority)
+                return
+            queued[item] = priority
+            if priority == 0:
+                self._default.append(item)
+            else:
+                self._line(priority).append(item)
+            if self._metrics is not None:
+                self._metrics.add(item)
+            if self._waiters:
+                self._waiters.wake()
         finally:
             lock.release()
-
-    def _add_locked(self, item: T, priority: int) -> None:
-        queued = self._queued
-        if item in queued or item in self._processing:
-            self._add_again_locked(item, priority)
-            return
-        queued[item] = priority
-        if priority == 0:
-            self._default.append(item)
-        else:
-            self._line(priority).append(item)
-        if self._metrics is not None:
-            self._metrics.add(item)
-        if self._waiters:
-            self._waiters.wake()
 
     def _add_again_locked(self, item: T, priority: int) -> None:
         """Add an item that is queued or being processed."""
