@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import gc
-import signal
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _control import plain_emulator, serve_until_stopped
 
 from kubereflector.testing import ApiServerEmulator
 
@@ -69,26 +71,11 @@ def control_app(emulator: ApiServerEmulator, count: int) -> web.Application:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    emulator = ApiServerEmulator(port=args.port, token=None, bookmark_interval=3600.0)
+    emulator = plain_emulator(args.port)
     emulator.create("namespaces", {"metadata": {"name": NAMESPACE}})
     for i in range(args.configmaps):
         emulator.create("configmaps", configmap(i), namespace=NAMESPACE)
-    gc.collect()
-    gc.freeze()  # the server's heap is not what is measured
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    async with emulator:
-        runner = web.AppRunner(control_app(emulator, args.configmaps), access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", args.control_port).start()
-        print("ready", flush=True)
-        try:
-            await stop.wait()
-        finally:
-            await runner.cleanup()
+    await serve_until_stopped(emulator, control_app(emulator, args.configmaps), args.control_port)
 
 
 def main() -> None:

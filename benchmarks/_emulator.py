@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import gc
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,6 +31,7 @@ from typing import Any
 from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _control import plain_emulator, serve_until_stopped
 from _pods import make_pod
 
 from kubereflector.testing import ApiServerEmulator
@@ -70,26 +68,9 @@ def control_app(emulator: ApiServerEmulator) -> web.Application:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    emulator = ApiServerEmulator(port=args.port, token=None, bookmark_interval=3600.0)
+    emulator = plain_emulator(args.port)
     seed(emulator, args.pods)
-    # The server's own heap (every stored object) is not what is measured: keep
-    # it out of this process's collections, so that it answers steadily.
-    gc.collect()
-    gc.freeze()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    async with emulator:
-        runner = web.AppRunner(control_app(emulator), access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", args.control_port).start()
-        print("ready", flush=True)
-        try:
-            await stop.wait()
-        finally:
-            await runner.cleanup()
+    await serve_until_stopped(emulator, control_app(emulator), args.control_port)
 
 
 def main() -> None:

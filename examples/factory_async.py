@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 
 from kubereflector import (
     DeletedFinalStateUnknown,
@@ -19,6 +18,7 @@ from kubereflector import (
     ResourceEventHandlerFuncs,
     SharedInformerFactory,
     deletion_handling_meta_namespace_key_func,
+    run,
 )
 from kubereflector.client import load_config
 
@@ -60,6 +60,6 @@ if __name__ == "__main__":
     parser.add_argument("--namespace", help="default: every namespace")
     parser.add_argument("--once", action="store_true", help="exit after the first sync")
     args = parser.parse_args()
-    # Ctrl-C: the factory shuts down on the way out of `async with`.
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main(args.kubeconfig, args.namespace, args.once))
+    # Ctrl-C (or SIGTERM) cancels main(): the factory shuts down on the way out of
+    # `async with`, and the program ends quietly, with status 0.
+    run(main(args.kubeconfig, args.namespace, args.once))

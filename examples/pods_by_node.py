@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 
 from kubereflector import (
     DeletedFinalStateUnknown,
@@ -20,6 +19,7 @@ from kubereflector import (
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
     SharedInformerFactory,
+    run,
 )
 from kubereflector.client import load_config
 
@@ -65,5 +65,4 @@ if __name__ == "__main__":
     parser.add_argument("--kubeconfig", help="default: $KUBECONFIG, ~/.kube/config or in-cluster")
     parser.add_argument("--once", action="store_true", help="report every node once and exit")
     args = parser.parse_args()
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main(args.kubeconfig, args.once))
+    run(main(args.kubeconfig, args.once))  # until Ctrl-C or SIGTERM, then exit quietly

@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import contextlib
 
-from kubereflector import Reflector, new_store
+from kubereflector import Reflector, new_store, run
 from kubereflector.client import Client, ResourceListWatch, load_config
 
 
@@ -39,5 +39,4 @@ if __name__ == "__main__":
     parser.add_argument("--every", type=float, default=30.0, help="seconds between prints")
     parser.add_argument("--rounds", type=int, default=0, help="prints before exiting (0: forever)")
     args = parser.parse_args()
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main(args.kubeconfig, args.every, args.rounds))
+    run(main(args.kubeconfig, args.every, args.rounds))  # Ctrl-C or SIGTERM: a quiet exit

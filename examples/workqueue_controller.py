@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
 from typing import Any
 
-from kubereflector import SharedInformerFactory, get_labels
+from kubereflector import SharedInformerFactory, get_labels, run
 from kubereflector.client import load_config
 from kubereflector.workqueue import LOW_PRIORITY, EnqueueHandler, QueueShutDown, RateLimitingQueue
 
@@ -61,11 +59,6 @@ async def worker(queue: RateLimitingQueue[str], pods: Any) -> None:
 
 
 async def main(kubeconfig: str | None, namespace: str | None, workers: int) -> None:
-    # Ctrl-C cancels this task, on every Python: 3.11+ does so itself, 3.10 would
-    # raise KeyboardInterrupt in whichever task runs at that moment.
-    this = asyncio.current_task()
-    assert this is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, this.cancel)
     queue: RateLimitingQueue[str] = RateLimitingQueue(name="pods")
     async with SharedInformerFactory(load_config(kubeconfig), namespace=namespace) as factory:
         pods = factory.informer_for("pods")
@@ -84,5 +77,5 @@ if __name__ == "__main__":
     parser.add_argument("--namespace", help="default: every namespace")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
-        asyncio.run(main(args.kubeconfig, args.namespace, args.workers))
+    # Ctrl-C or SIGTERM cancels main(): the workers stop, the factory shuts down.
+    run(main(args.kubeconfig, args.namespace, args.workers))

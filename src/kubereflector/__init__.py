@@ -125,6 +125,9 @@ from .reflector import (
     default_watch_error_handler,
 )
 
+# -- runner.py --
+from .runner import run
+
 # -- selectors.py --
 from .selectors import (
     FieldRequirement,
@@ -287,6 +290,7 @@ __all__ = [
     "new_indexer_informer",
     "new_informer",
     "new_store",
+    "run",
     "split_meta_namespace_key",
     "strip_managed_fields",
     "to_compact",

@@ -9,6 +9,10 @@ exception in the caller.
 Thread-safety: every method may be called from any thread, but ``run`` and
 ``stop`` raise :class:`RuntimeError` on the loop's own thread (blocking there
 would deadlock the loop).
+
+Also for any loop, owned here or not: :func:`running_loop` (the loop of the
+calling thread, if any) and :func:`call_in_loop` (run a callback on a loop from
+any thread).
 """
 
 from __future__ import annotations
@@ -18,10 +22,10 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread"]
+__all__ = ["LoopThread", "call_in_loop", "running_loop"]
 
 logger = logging.getLogger("kubereflector.factory")
 
@@ -153,6 +157,28 @@ class LoopThread:
 
     def __repr__(self) -> str:
         return f"<LoopThread {self._name} {self._state}>"
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in the calling thread, or ``None`` on a thread without one."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def call_in_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> bool:
+    """Have ``callback`` run on ``loop``, from any thread: at once when called on
+    ``loop`` itself, otherwise soon, through ``loop.call_soon_threadsafe``. Returns
+    ``False``, having run and scheduled nothing, when ``loop`` is closed."""
+    if running_loop() is loop:
+        callback()
+        return True
+    try:
+        loop.call_soon_threadsafe(callback)
+    except RuntimeError:  # the loop is closed
+        return False
+    return True
 
 
 def _cancel_all_tasks(loop: asyncio.AbstractEventLoop) -> None:

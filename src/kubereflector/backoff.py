@@ -20,9 +20,11 @@ __all__ = ["Backoff", "Clock", "RealClock"]
 class Clock(Protocol):
     """Monotonic time in seconds and an awaitable sleep on that time."""
 
-    def now(self) -> float: ...
+    def now(self) -> float:
+        """Seconds on this clock; never goes backwards. Any thread."""
 
-    async def sleep(self, seconds: float) -> None: ...
+    async def sleep(self, seconds: float) -> None:
+        """Return once ``seconds`` have passed on this clock; cancellable."""
 
 
 class RealClock:
@@ -31,9 +33,11 @@ class RealClock:
     __slots__ = ()
 
     def now(self) -> float:
+        """:func:`time.monotonic`."""
         return time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
+        """:func:`asyncio.sleep`."""
         await asyncio.sleep(max(0.0, seconds))
 
     def __repr__(self) -> str:

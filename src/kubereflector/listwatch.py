@@ -37,11 +37,19 @@ __all__ = [
 ]
 
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+"""The ``type`` of a watch event, as the API server sends it."""
 ADDED: Final = "ADDED"
+"""A watch event: the object was created (or, in a watch-list's initial events, exists)."""
 MODIFIED: Final = "MODIFIED"
+"""A watch event: the object changed."""
 DELETED: Final = "DELETED"
+"""A watch event: the object was deleted; the event carries its last state."""
 BOOKMARK: Final = "BOOKMARK"
+"""A watch event with no object change: only a newer ``metadata.resourceVersion`` to resume
+from (and the end of a watch-list's initial events)."""
 ERROR: Final = "ERROR"
+"""A watch event carrying a ``Status`` instead of an object (a 410 Gone among them): the stream
+ends."""
 
 INITIAL_EVENTS_END_ANNOTATION: Final = "k8s.io/initial-events-end"
 """Annotation on the BOOKMARK that ends a watch-list's initial events (value ``"true"``)."""
@@ -92,7 +100,9 @@ WatchStream = AbstractAsyncContextManager[AsyncIterator[WatchEvent]]
 """What ``watch`` returns: entering opens the stream, leaving closes it."""
 
 ListFunc = Callable[[ListOptions], Awaitable[ListResult]]
+"""The ``list`` of a :class:`ListWatch`: one page of objects for ``options``."""
 WatchFunc = Callable[[ListOptions], WatchStream]
+"""The ``watch`` of a :class:`ListWatch`: a stream of events from ``options.resource_version``."""
 
 
 @runtime_checkable
@@ -105,9 +115,16 @@ class ListerWatcher(Protocol):
     does), else by its ``str()``: give it one that says what and where.
     """
 
-    async def list(self, options: ListOptions) -> ListResult: ...
+    async def list(self, options: ListOptions) -> ListResult:
+        """One page of the resource's objects for ``options`` (``limit``, ``continue``, the
+        resourceVersion to list at) with the list's resourceVersion. Raises
+        :class:`~kubereflector.ApiError` subclasses (:class:`~kubereflector.ExpiredError`
+        for an expired continue token or resourceVersion) or the transport's errors."""
 
-    def watch(self, options: ListOptions) -> WatchStream: ...
+    def watch(self, options: ListOptions) -> WatchStream:
+        """A :data:`WatchStream` of the events after ``options.resource_version``:
+        entering opens it (errors as :meth:`list`), leaving closes it; an ``ERROR``
+        event carries the server's Status."""
 
 
 class ListWatch:
@@ -120,7 +137,9 @@ class ListWatch:
         self._watch_func = watch_func
 
     async def list(self, options: ListOptions) -> ListResult:
+        """``list_func(options)``."""
         return await self._list_func(options)
 
     def watch(self, options: ListOptions) -> WatchStream:
+        """``watch_func(options)``."""
         return self._watch_func(options)

@@ -311,6 +311,8 @@ class Reflector:
         return self._use_watch_list
 
     def stats(self) -> ReflectorStats:
+        """A snapshot of the counters since this Reflector was created (lists, relists,
+        watches, restarts, stalls, ...). Any thread."""
         return ReflectorStats(
             lists=self._lists,
             relists=max(0, self._lists - 1),

@@ -27,6 +27,7 @@ import yaml
 
 from kubereflector import ApiError, NotFoundError
 from kubereflector.testing import ApiServerEmulator, FakeClock
+from kubereflector.testing._apiserver_seed import cluster_pods
 
 pytestmark = pytest.mark.asyncio
 
@@ -880,22 +881,28 @@ async def test_watch_with_selectors_sees_objects_enter_and_leave(
 VIA = pytest.mark.parametrize("via", ["python", "admin"])
 
 
+async def inject(via: str, server: ApiServerEmulator, api: Api, op: str, **args: Any) -> None:
+    """Inject the fault ``op`` with ``args`` as ``via`` says: ``"python"`` calls the
+    emulator's method of that name, ``"admin"`` posts it to the emulator's fault
+    endpoint. A test run both ways shows the two act alike."""
+    if via == "python":
+        done = getattr(server, op)(**args)
+        if asyncio.iscoroutine(done):
+            await done
+    else:
+        await api.admin(op=op, **args)
+
+
 @VIA
 async def test_drop_watches(via: str) -> None:
     async with running() as (server, api):
         stream = await api.watch(resourceVersion=server.resource_version)
         await server.wait_for_watches(1)
-        if via == "python":
-            server.drop_watches()
-        else:
-            await api.admin(op="drop_watches")
+        await inject(via, server, api, "drop_watches")
         assert await stream.rest() == b""  # a normal end of stream
         abrupt = await api.watch(resourceVersion=server.resource_version)
         await server.wait_for_watches(1)
-        if via == "python":
-            server.drop_watches(abrupt=True)
-        else:
-            await api.admin(op="drop_watches", abrupt=True)
+        await inject(via, server, api, "drop_watches", abrupt=True)
         with pytest.raises(aiohttp.ClientPayloadError):
             await abrupt.rest()
         assert server.open_watches() == 0
@@ -906,10 +913,7 @@ async def test_fail_next(via: str) -> None:
     async with running() as (server, api):
 
         async def fail(count: int, status: int, **kw: Any) -> None:
-            if via == "python":
-                server.fail_next(count, status, **kw)
-            else:
-                await api.admin(op="fail_next", count=count, status=status, **kw)
+            await inject(via, server, api, "fail_next", count=count, status=status, **kw)
 
         await fail(2, 500)
         for _ in range(2):
@@ -940,10 +944,7 @@ async def test_stall_watches(via: str) -> None:
     async with running() as (server, api):
         stalled = await api.watch(resourceVersion=server.resource_version)
         await server.wait_for_watches(1)
-        if via == "python":
-            server.stall_watches()
-        else:
-            await api.admin(op="stall_watches")
+        await inject(via, server, api, "stall_watches")
         server.create("pods", pod("a"))
         fresh = await api.watch(resourceVersion=server.resource_version)
         await server.wait_for_watches(2)
@@ -961,10 +962,7 @@ async def test_slow_streams(via: str) -> None:
     async with running(clock=clock) as (server, api):
         stream = await api.watch(resourceVersion=server.resource_version)
         await server.wait_for_watches(1)
-        if via == "python":
-            server.slow_streams(5)
-        else:
-            await api.admin(op="slow_streams", delay_per_event=5)
+        await inject(via, server, api, "slow_streams", delay_per_event=5)
         server.create("pods", pod("a"))
         server.create("pods", pod("b"))
         await clock.wait_for_sleepers(1)
@@ -973,10 +971,7 @@ async def test_slow_streams(via: str) -> None:
         assert event_names([await stream.next()]) == [("ADDED", "a")]
         await clock.wait_for_sleepers(1)
         assert clock.pending == [10.0]
-        if via == "python":
-            server.slow_streams(None)
-        else:
-            await api.admin(op="slow_streams", delay_per_event=None)
+        await inject(via, server, api, "slow_streams", delay_per_event=None)
         await clock.advance(5)
         server.create("pods", pod("c"))
         assert event_names(await stream.take(2)) == [("ADDED", "b"), ("ADDED", "c")]
@@ -988,10 +983,8 @@ async def test_corrupt_resource_versions(via: str) -> None:
     async with running() as (server, api):
         stream = await api.watch(resourceVersion=server.resource_version)
         await server.wait_for_watches(1)
-        if via == "python":
-            server.corrupt_resource_versions(2, {"not": "a string"})
-        else:
-            await api.admin(op="corrupt_resource_versions", count=2, value={"not": "a string"})
+        corrupt = {"not": "a string"}
+        await inject(via, server, api, "corrupt_resource_versions", count=2, value=corrupt)
         for name in "abc":
             server.create("pods", pod(name))
         events = await stream.take(3)
@@ -1014,10 +1007,7 @@ async def test_restart_keeps_data_and_cuts_streams(via: str) -> None:
         url, version = server.url, server.resource_version
         stream = await api.watch(resourceVersion=version)
         await server.wait_for_watches(1)
-        if via == "python":
-            await server.restart()
-        else:
-            await api.admin(op="restart")
+        await inject(via, server, api, "restart")
         with pytest.raises(aiohttp.ClientPayloadError):
             await stream.rest()
         assert server.url == url
@@ -1435,7 +1425,11 @@ async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
             session.get(url + PODS, ssl=trust) as response,
         ):
             body = await response.json()
-        assert names(body["items"]) == ["pod-00000", "pod-00001", "pod-00002"]
+        # The same pods as `kubereflector emulator --seed-pods 3`: labelled, on nodes.
+        seeded = list(cluster_pods(3))
+        assert sorted(names(body["items"])) == sorted(names(seeded))
+        assert {p["metadata"]["labels"]["app"] for p in body["items"]} == {"web", "api", "worker"}
+        assert all(p["spec"].get("nodeName", "").startswith("node-") for p in body["items"])
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)

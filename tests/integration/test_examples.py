@@ -5,55 +5,34 @@ with timeouts (nothing sleeps)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import signal
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import aiohttp
 import pytest
 import pytest_asyncio
+from examples_run import EXAMPLES, WAIT, program, read_line
 
 from kubereflector.testing import ApiServerEmulator
+from kubereflector.testing._apiserver_seed import cluster_pods
 from kubereflector.testing.apiserver import sample_pod
 
 pytestmark = pytest.mark.asyncio
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-LINE_TIMEOUT = 20.0
-
-
-@contextlib.asynccontextmanager
-async def program(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-
-
-async def line(proc: asyncio.subprocess.Process) -> str:
-    assert proc.stdout is not None
-    raw = await asyncio.wait_for(proc.stdout.readline(), LINE_TIMEOUT)
-    if not raw:
-        assert proc.stderr is not None
-        raise AssertionError(f"the program ended: {(await proc.stderr.read()).decode()}")
-    return raw.decode().rstrip("\n")
-
 
 async def finished(proc: asyncio.subprocess.Process) -> tuple[int, str]:
-    out, err = await asyncio.wait_for(proc.communicate(), LINE_TIMEOUT)
+    out, err = await asyncio.wait_for(proc.communicate(), WAIT)
     assert proc.returncode is not None
     return proc.returncode, out.decode() + err.decode()
+
+
+async def interrupted_quietly(proc: asyncio.subprocess.Process) -> None:
+    """Ctrl-C (SIGINT) ends a program that follows changes: status 0, no traceback."""
+    proc.send_signal(signal.SIGINT)
+    code, output = await finished(proc)
+    assert "Traceback" not in output, output
+    assert code == 0, output
 
 
 @pytest_asyncio.fixture
@@ -68,13 +47,14 @@ async def server() -> AsyncIterator[ApiServerEmulator]:
 async def test_print_pod_names(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path, "--every", "0.2", "--rounds", "0"]
     async with program(str(EXAMPLES / "print_pod_names.py"), *args) as proc:
-        names = await line(proc)
+        names = await read_line(proc)
         while "default/web-1" not in names:  # the first print may precede the sync
-            names = await line(proc)
+            names = await read_line(proc)
         assert names == "default/db-0 default/web-1 default/web-2"
         server.delete("pods", "web-2", namespace="default")
         while names != "default/db-0 default/web-1":
-            names = await line(proc)
+            names = await read_line(proc)
+        await interrupted_quietly(proc)
 
 
 async def test_delete_controller() -> None:
@@ -87,21 +67,22 @@ async def test_delete_controller() -> None:
 async def test_pods_by_node(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path]
     async with program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
-        assert [await line(proc), await line(proc)] == [
+        assert [await read_line(proc), await read_line(proc)] == [
             "n1: 2 pods: db-0, web-1",
             "n2: 1 pods: web-2",
         ]
         # The controller then works through its queue: the initial adds first
         # (a reconcile of every node), then the change below.
         server.create("pods", sample_pod("web-3", node_name="n2"))
-        report = await line(proc)
+        report = await read_line(proc)
         while report != "n2: 2 pods: web-2, web-3":
             assert report in (
                 "n1: 2 pods: db-0, web-1",
                 "n2: 1 pods: web-2",
                 "n2: 2 pods: web-2, web-3",
             )
-            report = await line(proc)
+            report = await read_line(proc)
+        await interrupted_quietly(proc)
 
 
 async def test_pods_by_node_once(server: ApiServerEmulator) -> None:
@@ -112,10 +93,33 @@ async def test_pods_by_node_once(server: ApiServerEmulator) -> None:
     assert output.splitlines() == ["n1: 2 pods: db-0, web-1", "n2: 1 pods: web-2"]
 
 
+async def test_pods_by_node_finds_the_seeded_nodes() -> None:
+    """Against the pods `kubereflector emulator --seed-pods` serves, the example finds
+    what it looks for: pods by spec.nodeName (the Pending ones have no node)."""
+    seeded = list(cluster_pods(30))
+    by_node: dict[str, list[str]] = {}
+    for pod in seeded:
+        if "nodeName" in pod["spec"]:
+            by_node.setdefault(pod["spec"]["nodeName"], []).append(pod["metadata"]["name"])
+    assert sorted(by_node) == ["node-a", "node-b", "node-c"]
+    assert sum(map(len, by_node.values())) < len(seeded)  # some Pending, unscheduled
+    async with ApiServerEmulator() as server:
+        for pod in seeded:
+            server.create("pods", pod)
+        args = ["--kubeconfig", server.kubeconfig_path, "--once"]
+        async with program(str(EXAMPLES / "pods_by_node.py"), *args) as proc:
+            code, output = await finished(proc)
+    assert code == 0, output
+    assert output.splitlines() == [
+        f"{node}: {len(names)} pods: {', '.join(sorted(names))}"
+        for node, names in sorted(by_node.items())
+    ]
+
+
 async def test_lister_web(server: ApiServerEmulator) -> None:
     args = ["--kubeconfig", server.kubeconfig_path, "--port", "0"]
     async with program(str(EXAMPLES / "lister_web.py"), *args) as proc:
-        banner = await line(proc)
+        banner = await read_line(proc)
         assert banner.startswith("serving on http://127.0.0.1:")
         url = banner.removeprefix("serving on ")
         async with aiohttp.ClientSession() as session:
@@ -131,6 +135,4 @@ async def test_lister_web(server: ApiServerEmulator) -> None:
             status, text = await get("?selector=app%20in%20(web")
             assert status == 400
             assert "app in (web" in str(text)
-        proc.send_signal(signal.SIGINT)
-        code, _ = await finished(proc)
-        assert code == 0
+        await interrupted_quietly(proc)

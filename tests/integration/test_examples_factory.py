@@ -11,18 +11,13 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from conftest import KUBECONFIG_ENV, Target
+from examples_run import EXAMPLES, WAIT, program, read_line
 
 pytestmark = pytest.mark.asyncio
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-WAIT = 20.0
-"""Upper bound (seconds) on any wait for the subprocess; never reached when things work."""
 
 SCRIPTS = ["factory_async.py", "factory_sync.py"]
 
@@ -37,32 +32,14 @@ def kubeconfig_path(target: Target) -> str:
 async def example(
     script: str, target: Target, *args: str
 ) -> AsyncIterator[asyncio.subprocess.Process]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-W",
-        "default",  # show ResourceWarnings (unclosed sockets...) on stderr
-        str(EXAMPLES / script),
-        "--kubeconfig",
-        kubeconfig_path(target),
-        "--namespace",
-        target.namespace,
+    """``script`` of examples/ on ``target``'s kubeconfig and namespace, with
+    ResourceWarnings (unclosed sockets...) shown on its stderr."""
+    async with program(
+        *("-W", "default", str(EXAMPLES / script)),
+        *("--kubeconfig", kubeconfig_path(target), "--namespace", target.namespace),
         *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
+    ) as proc:
         yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-
-
-async def read_line(proc: asyncio.subprocess.Process) -> str:
-    assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), WAIT)
-    assert line, "the example ended early"
-    return line.decode().rstrip("\n")
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

@@ -25,38 +25,15 @@ from typing import Any
 from handler_views import AsyncView, View, key_of, rv_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from source_ops import FAULTS, NAMESPACES, apply, end_outage, pod, writes
 
-from kubereflector import (
-    ApiError,
-    ExpiredError,
-    Registration,
-    SharedIndexInformer,
-    TooManyRequestsError,
-)
+from kubereflector import Registration, SharedIndexInformer
 from kubereflector.testing import FakeClock, FakeControllerSource, settle
 
 WAIT = 20.0
 NAMES = [f"pod-{i}" for i in range(5)]
-NAMESPACES = ["a", "b"]
 
-write = st.tuples(
-    st.sampled_from(["write", "write-missed"]),
-    st.sampled_from(NAMESPACES),
-    st.sampled_from(NAMES),
-    st.sampled_from(["x", "y", "z"]),
-)
-fault = st.sampled_from(
-    [
-        ("reset_watch",),
-        ("compact",),
-        ("stall",),
-        ("fail_watch", "410"),
-        ("fail_watch", "429"),
-        ("fail_watch", "500"),
-        ("fail_list", "500"),
-        ("error_event", "410"),
-    ]
-)
+fault = st.sampled_from(FAULTS)
 tick = st.tuples(st.just("advance"), st.sampled_from([0.5, 1.0, 5.0, 30.0]))
 handlers = st.one_of(
     st.tuples(
@@ -67,20 +44,8 @@ handlers = st.one_of(
     ),
     st.tuples(st.just("remove_handler"), st.integers(0, 5)),
 )
+write = writes(NAMES)
 operations = st.lists(st.one_of(write, write, fault, tick, handlers), max_size=40)
-
-ERRORS: dict[str, Any] = {
-    "410": lambda: ExpiredError(),
-    "429": lambda: TooManyRequestsError(retry_after=2),
-    "500": lambda: ApiError(500, "InternalError", "injected"),
-}
-
-
-def _pod(namespace: str, name: str, label: str) -> dict[str, Any]:
-    return {
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app": label}},
-    }
 
 
 async def _scenario(
@@ -91,7 +56,7 @@ async def _scenario(
     clock = FakeClock()
     source = FakeControllerSource(history_limit=8, bookmark_interval=20, clock=clock)
     for i in range(initial):
-        source.add(_pod(NAMESPACES[i % 2], NAMES[i], "x"))
+        source.add(pod(NAMESPACES[i % 2], NAMES[i], "x"))
     informer = SharedIndexInformer(
         source,
         clock=clock,
@@ -109,32 +74,7 @@ async def _scenario(
     try:
         for op in ops:
             kind = op[0]
-            if kind in ("write", "write-missed"):
-                _, namespace, name, label = op
-                key = f"{namespace}/{name}"
-                obj = _pod(namespace, name, label)
-                missed = kind == "write-missed"
-                if source.get(key) is None:
-                    (source.add_drop_watch if missed else source.add)(obj)
-                elif label == "z":
-                    (source.delete_drop_watch if missed else source.delete)(obj)
-                else:
-                    (source.modify_drop_watch if missed else source.modify)(obj)
-            elif kind == "reset_watch":
-                source.reset_watch()
-            elif kind == "compact":
-                source.compact()
-            elif kind == "stall":
-                source.stall_watches()
-            elif kind == "fail_watch":
-                source.fail_next_watch(ERRORS[op[1]]())
-            elif kind == "fail_list":
-                source.fail_next_list(ERRORS[op[1]]())
-            elif kind == "error_event":
-                source.error_watches({"kind": "Status", "code": 410, "reason": "Expired"})
-            elif kind == "advance":
-                await clock.advance(op[1])
-            elif kind == "add_handler":
+            if kind == "add_handler":
                 _, flavour, resync, from_thread = op
                 view = (View if flavour == "plain" else AsyncView)(unheld_deletes=unheld)
                 if from_thread:
@@ -142,22 +82,22 @@ async def _scenario(
                 else:
                     registration = informer.add_event_handler(view, resync)
                 views[registration] = view
-            elif kind == "remove_handler" and views:
-                registration = list(views)[op[1] % len(views)]
-                informer.remove_event_handler(registration)
-                removed.append(views.pop(registration))
+            elif kind == "remove_handler":
+                if views:
+                    registration = list(views)[op[1] % len(views)]
+                    informer.remove_event_handler(registration)
+                    removed.append(views.pop(registration))
+            else:
+                await apply(source, clock, op)
             await settle(5)
 
-        # Catch up, as a real outage ends: the history behind the watch expires,
-        # the watch breaks (a stalled one is given up by the idle watchdog), and
-        # time runs on past every backoff.
-        source.fail_next_watch(ExpiredError())
-        source.reset_watch()
+        # Catch up (a stalled watch is given up by the idle watchdog).
+        end_outage(source)
         for _ in range(20):
             await clock.advance(10)
         # A sentinel written last: once a handler holds it, it has handled
         # everything before it.
-        source.add(_pod("z", "sentinel", "x"))
+        source.add(pod("z", "sentinel", "x"))
         await settle()
         for view in views.values():
             held = await view.until(lambda objects: "z/sentinel" in objects, WAIT)

@@ -17,57 +17,24 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from source_ops import FAULTS, NAMESPACES, apply, end_outage, writes
 
 from kubereflector import (
     NAMESPACE_INDEX,
-    ApiError,
     Backoff,
-    ExpiredError,
     Reflector,
     ReflectorOptions,
-    TooManyRequestsError,
     meta_namespace_index_func,
     new_indexer,
 )
 from kubereflector.testing import FakeClock, FakeControllerSource, settle
 
 NAMES = [f"pod-{i}" for i in range(6)]
-NAMESPACES = ["a", "b"]
 
-write = st.tuples(
-    st.sampled_from(["write", "write-missed"]),
-    st.sampled_from(NAMESPACES),
-    st.sampled_from(NAMES),
-    st.sampled_from(["x", "y", "z"]),
-)
-fault = st.sampled_from(
-    [
-        ("reset_watch",),
-        ("compact",),
-        ("stall",),
-        ("fail_watch", "410"),
-        ("fail_watch", "429"),
-        ("fail_watch", "500"),
-        ("fail_list", "500"),
-        ("fail_list", "410"),
-        ("error_event", "410"),
-    ]
-)
+fault = st.sampled_from([*FAULTS, ("fail_list", "410")])
 tick = st.tuples(st.just("advance"), st.sampled_from([0.5, 1.0, 5.0, 30.0, 61.0]))
+write = writes(NAMES)
 operations = st.lists(st.one_of(write, write, fault, tick), max_size=40)
-
-ERRORS: dict[str, Any] = {
-    "410": lambda: ExpiredError(),
-    "429": lambda: TooManyRequestsError(retry_after=2),
-    "500": lambda: ApiError(500, "InternalError", "injected"),
-}
-
-
-def _pod(namespace: str, name: str, label: str) -> dict[str, Any]:
-    return {
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app": label}},
-    }
 
 
 def _by_label(obj: Any) -> list[str]:
@@ -91,41 +58,11 @@ async def _scenario(ops: list[tuple[Any, ...]], use_watch_list: bool) -> None:
     task = asyncio.create_task(reflector.run())
     await settle()
     for op in ops:
-        kind = op[0]
-        if kind in ("write", "write-missed"):
-            _, namespace, name, label = op
-            key = f"{namespace}/{name}"
-            obj = _pod(namespace, name, label)
-            missed = kind == "write-missed"
-            if source.get(key) is None:
-                (source.add_drop_watch if missed else source.add)(obj)
-            elif label == "z":
-                (source.delete_drop_watch if missed else source.delete)(obj)
-            else:
-                (source.modify_drop_watch if missed else source.modify)(obj)
-        elif kind == "reset_watch":
-            source.reset_watch()
-        elif kind == "compact":
-            source.compact()
-        elif kind == "stall":
-            source.stall_watches()
-        elif kind == "fail_watch":
-            source.fail_next_watch(ERRORS[op[1]]())
-        elif kind == "fail_list":
-            source.fail_next_list(ERRORS[op[1]]())
-        elif kind == "error_event":
-            source.error_watches({"kind": "Status", "code": 410, "reason": "Expired"})
-        elif kind == "advance":
-            await clock.advance(op[1])
+        await apply(source, clock, op)
         await settle(5)
 
-    # Catch up. A real server never skips an event inside a stream; the missed
-    # writes above stand for events lost while disconnected, which only a relist
-    # recovers. So end as a real outage ends: the history behind the watch has
-    # expired (the next watch gets a 410), the watch breaks, and time runs on
-    # past every backoff.
-    source.fail_next_watch(ExpiredError())
-    source.reset_watch()
+    # Catch up: the outage ends, and time runs on until the Reflector has relisted.
+    end_outage(source)
     deadline = clock.now() + 600  # past any backoff, stall and Retry-After drawn above
     while clock.now() < deadline and not _caught_up(store, source, reflector):
         await clock.advance(10)

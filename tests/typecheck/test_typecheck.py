@@ -1,5 +1,6 @@
 """The public types, checked the way users meet them: ``mypy --strict`` over small
-user programs, the examples and every Python block of the README.
+user programs, the examples and every Python block of the README and of the
+documentation site (``docs/``).
 
 One mypy run (``mypy.api``, in-process, with the repository's incremental cache)
 checks everything; the tests below read its report:
@@ -9,7 +10,7 @@ checks everything; the tests below read its report:
 * ``user_mistakes.py`` must get an error on exactly the lines marked
   ``# E: <text>``, each containing its text: a missing ``await`` on
   ``factory.wait_for_cache_sync()`` among them;
-* the README's Python blocks must pass.
+* the Python blocks of the README and of ``docs/`` must pass.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from pathlib import Path
 import pytest
 from mypy import api
 
+from doc_snippets import Snippet, snippets
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-README = ROOT / "README.md"
 PROGRAMS = sorted(HERE.glob("user_*.py"))
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 MISTAKES = HERE / "user_mistakes.py"
@@ -32,6 +34,9 @@ _REPORT_LINE = re.compile(
     r"^(?P<path>[^:\n]+):(?P<line>\d+): (?P<severity>error|note): (?P<text>.*)$"
 )
 _EXPECTED = re.compile(r"#\s*E:\s*(?P<text>.+?)\s*$")
+
+BLOCKS: dict[Path, Snippet] = {}
+"""The file each README or docs block was written to for mypy, and the block."""
 
 pytestmark = pytest.mark.timeout(180)  # a cold mypy cache takes about a minute here
 
@@ -59,11 +64,6 @@ class Report:
         return "\n".join(f"{path.name}:{n}: {m}" for n, ms in sorted(errors.items()) for m in ms)
 
 
-def readme_blocks() -> list[str]:
-    """The README's Python blocks, in order."""
-    return re.findall(r"^```python\n(.*?)^```", README.read_text(encoding="utf-8"), re.M | re.S)
-
-
 def expected_errors(path: Path) -> dict[int, str]:
     """The ``# E: <text>`` marks of a file, by line number."""
     marks: dict[int, str] = {}
@@ -76,12 +76,13 @@ def expected_errors(path: Path) -> dict[int, str]:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
-    blocks_dir = tmp_path_factory.mktemp("readme")
+    blocks_dir = tmp_path_factory.mktemp("docs")
     blocks = []
-    for number, block in enumerate(readme_blocks(), start=1):
-        path = blocks_dir / f"readme_block_{number}.py"
-        path.write_text(block, encoding="utf-8")
+    for number, block in enumerate(snippets(), start=1):
+        path = blocks_dir / f"doc_block_{number}.py"
+        path.write_text(block.code, encoding="utf-8")
         blocks.append(path.resolve())
+        BLOCKS[path.resolve()] = block
     files = (*PROGRAMS, *EXAMPLES, *blocks)
     stdout, stderr, exit_status = api.run(
         [
@@ -104,7 +105,7 @@ def test_mypy_ran_over_every_file(report: Report) -> None:
     assert len(PROGRAMS) >= 5
     assert MISTAKES in PROGRAMS
     assert len(EXAMPLES) >= 5
-    assert len(readme_blocks()) >= 5
+    assert len(BLOCKS) == len(snippets()) >= 15
     # Errors in the mistakes file only: mypy exits 1 (not 2, a crash or bad usage).
     assert report.exit_status == 1, report.stdout
 
@@ -146,10 +147,10 @@ def test_a_missing_await_is_reported_and_the_awaited_call_accepted(report: Repor
     assert report.errors(awaited) == {}
 
 
-def test_the_readme_blocks_pass(report: Report) -> None:
+def test_the_blocks_of_the_readme_and_the_docs_pass(report: Report) -> None:
     problems = {
-        path.name: report.describe(path)
+        BLOCKS[path].name: report.describe(path)
         for path in report.files
-        if path.name.startswith("readme_block_") and report.errors(path)
+        if path in BLOCKS and report.errors(path)
     }
     assert problems == {}

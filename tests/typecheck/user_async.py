@@ -4,8 +4,6 @@ typed with KubeObject, listers and an index. Type-checked by test_typecheck.py
 
 from __future__ import annotations
 
-import asyncio
-
 from typing_extensions import assert_type
 
 from kubereflector import (
@@ -21,6 +19,7 @@ from kubereflector import (
     SharedIndexInformer,
     SharedInformerFactory,
     get_name,
+    run,
     wait_for_cache_sync,
 )
 from kubereflector.client import load_config
@@ -89,5 +88,15 @@ async def main() -> None:
         await factory.shutdown()
 
 
+async def count_pods() -> int:
+    async with SharedInformerFactory(load_config()) as factory:
+        factory.informer_for("pods")
+        factory.start()
+        await factory.wait_for_cache_sync(timeout=60)
+        return len(factory.lister_for("pods").list())
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    # run(): asyncio.run that returns None instead when Ctrl-C or SIGTERM stopped it.
+    assert_type(run(count_pods()), int | None)
+    assert_type(run(main()), None)

@@ -5,6 +5,7 @@ The correct versions of these lines are in user_async.py and user_sync.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from kubereflector import (
@@ -15,6 +16,7 @@ from kubereflector import (
     SharedIndexInformer,
     SharedInformerFactory,
     SyncSharedInformerFactory,
+    run,
 )
 from kubereflector.client import ResourceClient, SyncResourceClient, load_config
 from kubereflector.runtime import Manager
@@ -93,3 +95,7 @@ async def forgot_to_await_the_manager(manager: Manager) -> None:
 
 async def awaited_the_blocking_run(manager: Manager) -> None:
     await manager.run_sync()  # E: Incompatible types in "await"
+
+
+def ran_the_function_not_a_call_of_it(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    run(main)  # E: incompatible type

@@ -8,13 +8,12 @@ through a threading.Condition (with a timeout), never by sleeping.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from running_task import running
 
 from kubereflector import (
     AlreadyStartedError,
@@ -100,18 +99,6 @@ class Recorder:
             raise AssertionError(f"expected {count} events, got {self.events}")
         with self._cond:
             return list(self.events)
-
-
-@contextlib.asynccontextmanager
-async def running(controller: Controller) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(controller.run())
-    await settle()
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 # -- the Controller ------------------------------------------------------------------------

@@ -414,6 +414,40 @@ async def test_a_plugin_that_never_finishes_is_killed_with_its_group_after_the_t
         gate.close()
 
 
+@posix_only
+@pytest.mark.asyncio
+async def test_a_killed_plugin_s_pipes_are_closed_even_when_a_process_outside_its_group_holds_them(
+    tmp_path,
+) -> None:
+    # A helper in a session of its own survives the group kill. It waits for the
+    # plugin's death (the end of a pipe only the plugin writes), then writes to
+    # the plugin's standard output until that fails: once we close our end it
+    # gets EPIPE and exits, releasing the lifeline. Were our end left open, it
+    # would block on a full pipe forever and ended() would never return.
+    gate = Gate(tmp_path)
+    clock = FakeClock()
+    try:
+        escaped = (
+            "import subprocess\n"
+            "_dead, _alive = os.pipe()\n"
+            "subprocess.Popen([sys.executable, '-c', "
+            "'import os, sys\\nos.read(%d, 1)\\n"
+            'while True: sys.stdout.write("x" * 65536); sys.stdout.flush()\' % _dead], '
+            "pass_fds=(_life, _dead), start_new_session=True)\n"
+        )
+        body = gate.plugin_code().replace("_release = ", escaped + "_release = ", 1)
+        auth = ExecAuth(str(Plugin(tmp_path, body).path), timeout=5, clock=clock)
+        task = asyncio.create_task(auth.authorize())
+        await gate.started()
+        await clock.advance(5)
+        with pytest.raises(ExecPluginError, match="did not finish within 5 s"):
+            await task
+        await gate.ended()  # the plugin was killed, the escaped helper saw EPIPE
+        await drain()
+    finally:
+        gate.close()
+
+
 def test_the_timeout_has_a_sensible_default_and_is_checked() -> None:
     from kubereflector.client.config import EXEC_TIMEOUT
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from discovery_doc import Resource, aggregated_discovery
 
 from kubereflector import (
     ApiError,
@@ -43,44 +44,13 @@ from kubereflector.testing import FakeControllerSource
 WAIT = 10.0
 """Upper bound (seconds) on any wait; never reached when things work."""
 
-ALL_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete"]
-
-# (group, version, plural, kind, namespaced, short names)
 CORE_AND_APPS = [
-    ("", "v1", "pods", "Pod", True, ["po"]),
-    ("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
-    ("", "v1", "nodes", "Node", False, ["no"]),
-    ("apps", "v1", "deployments", "Deployment", True, ["deploy"]),
+    Resource("", "v1", "pods", "Pod", True, ["po"]),
+    Resource("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
+    Resource("", "v1", "nodes", "Node", False, ["no"]),
+    Resource("apps", "v1", "deployments", "Deployment", True, ["deploy"]),
 ]
-GADGETS = ("example.com", "v1", "gadgets", "Gadget", False, ["gd"])
-
-
-def _aggregated(resources: list[tuple[Any, ...]], core: bool) -> dict[str, Any]:
-    groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for group, version, plural, kind, namespaced, short in resources:
-        if (group == "") != core:
-            continue
-        groups.setdefault(group, {}).setdefault(version, []).append(
-            {
-                "resource": plural,
-                "responseKind": {"group": group, "version": version, "kind": kind},
-                "scope": "Namespaced" if namespaced else "Cluster",
-                "singularResource": kind.lower(),
-                "shortNames": short,
-                "verbs": ALL_VERBS,
-            }
-        )
-    return {
-        "kind": "APIGroupDiscoveryList",
-        "apiVersion": "apidiscovery.k8s.io/v2",
-        "items": [
-            {
-                "metadata": {"name": group},
-                "versions": [{"version": v, "resources": rs} for v, rs in versions.items()],
-            }
-            for group, versions in groups.items()
-        ],
-    }
+GADGETS = Resource("example.com", "v1", "gadgets", "Gadget", False, ["gd"])
 
 
 class FakeClient:
@@ -89,7 +59,7 @@ class FakeClient:
     server = "https://fake.invalid"
 
     def __init__(self) -> None:
-        self.resources: list[tuple[Any, ...]] = list(CORE_AND_APPS)
+        self.resources: list[Resource] = list(CORE_AND_APPS)
         self.sources: dict[tuple[str, str], FakeControllerSource] = {}
         self.calls: list[tuple[str, str, ListOptions]] = []
         """(verb, path, options as received) of every list and watch."""
@@ -125,9 +95,9 @@ class FakeClient:
             raise self.fail_discovery
         if (method, path) == ("GET", "/api"):
             self.discovery_fetches += 1
-            return _aggregated(self.resources, core=True)
+            return aggregated_discovery(self.resources, core=True)
         if (method, path) == ("GET", "/apis"):
-            return _aggregated(self.resources, core=False)
+            return aggregated_discovery(self.resources, core=False)
         raise AssertionError(f"unexpected request {method} {path}")
 
     def _route(self, verb: str, path: str, options: ListOptions) -> tuple[Any, ListOptions]:

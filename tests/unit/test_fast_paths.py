@@ -8,12 +8,11 @@ test's loop, so ``settle()`` is enough to let everything in flight finish.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from running_task import running
 
 from kubereflector import (
     Cache,
@@ -253,18 +252,6 @@ def test_real_fifo_keys_stay_in_step_across_writes_replace_resync_and_batches() 
 
 
 # == the Controller with process_batch ==============================================
-
-
-@contextlib.asynccontextmanager
-async def running(runner: Controller | SharedIndexInformer) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(runner.run())
-    await settle()
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 class BatchRecorder:

@@ -6,13 +6,12 @@ Time is a FakeClock: nothing here waits for wall-clock time.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from running_task import running
 from scripted_lw import BLOCK, RecordingStore, ScriptedListerWatcher, bookmark, pod
 
 from kubereflector import (
@@ -58,18 +57,6 @@ def make(
         **kwargs,
     )
     return reflector, store, clock, errors
-
-
-@contextlib.asynccontextmanager
-async def running(reflector: Reflector) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(reflector.run())
-    await settle()
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def rvs(options: list[ListOptions]) -> list[str]:

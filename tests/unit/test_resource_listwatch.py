@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,7 +10,9 @@ import msgspec
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from discovery_doc import Resource, aggregated_discovery
 from fake_http import FakeServer, serve
+from running_task import running
 
 from kubereflector import (
     ApiError,
@@ -32,40 +33,14 @@ from kubereflector.client import (
 
 pytestmark = pytest.mark.asyncio
 
-ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]
-
-# (group, version, plural, kind, namespaced, short names, verbs)
 RESOURCES = [
-    ("", "v1", "pods", "Pod", True, ["po"], ALL),
-    ("", "v1", "nodes", "Node", False, ["no"], ALL),
-    ("", "v1", "componentstatuses", "ComponentStatus", False, ["cs"], ["get", "list"]),
-    ("", "v1", "bindings", "Binding", True, [], ["create"]),
-    ("apps", "v1", "deployments", "Deployment", True, ["deploy"], ALL),
-    ("example.com", "v1", "gadgets", "Gadget", False, ["gd"], ALL),
+    Resource("", "v1", "pods", "Pod", True, ["po"]),
+    Resource("", "v1", "nodes", "Node", False, ["no"]),
+    Resource("", "v1", "componentstatuses", "ComponentStatus", False, ["cs"], ["get", "list"]),
+    Resource("", "v1", "bindings", "Binding", True, [], ["create"]),
+    Resource("apps", "v1", "deployments", "Deployment", True, ["deploy"]),
+    Resource("example.com", "v1", "gadgets", "Gadget", False, ["gd"]),
 ]
-
-
-def discovery_doc(core: bool) -> dict[str, Any]:
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for group, _version, plural, kind, namespaced, short, verbs in RESOURCES:
-        if (group == "") == core:
-            groups.setdefault(group, []).append(
-                {
-                    "resource": plural,
-                    "responseKind": {"kind": kind},
-                    "scope": "Namespaced" if namespaced else "Cluster",
-                    "singularResource": kind.lower(),
-                    "shortNames": short,
-                    "verbs": verbs,
-                }
-            )
-    return {
-        "kind": "APIGroupDiscoveryList",
-        "items": [
-            {"metadata": {"name": g}, "versions": [{"version": "v1", "resources": r}]}
-            for g, r in groups.items()
-        ],
-    }
 
 
 def pod(name: str, rv: str) -> dict[str, Any]:
@@ -83,8 +58,8 @@ class Api:
         self.server = server
         self.watch_lines: list[bytes] = []
         self.hold = asyncio.Event()  # watches stay open until this is set
-        server.json("GET", "/api", discovery_doc(core=True))
-        server.json("GET", "/apis", discovery_doc(core=False))
+        server.json("GET", "/api", aggregated_discovery(RESOURCES, core=True))
+        server.json("GET", "/apis", aggregated_discovery(RESOURCES, core=False))
 
     def serve_collection(self, path: str) -> None:
         self.server.route("GET", path, self.collection)
@@ -263,17 +238,6 @@ class SignallingCache(Cache):
     def add(self, obj: Any) -> None:
         super().add(obj)
         self.changed.set()
-
-
-@contextlib.asynccontextmanager
-async def running(reflector: Reflector) -> AsyncIterator[None]:
-    task = asyncio.create_task(reflector.run())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def test_a_reflector_syncs_by_watch_list(api: tuple[Api, Client]) -> None:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from running_task import running as started
 
 from kubereflector import SharedIndexInformer
 from kubereflector.client import ResourceInfo
@@ -125,18 +126,6 @@ async def running(
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks)
-
-
-@contextlib.asynccontextmanager
-async def started(controller: Controller) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(controller.run())
-    await settle()
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def req(name: str, namespace: str = "ns") -> Request:

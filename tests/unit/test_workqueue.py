@@ -236,6 +236,44 @@ async def test_each_waiting_worker_gets_a_different_item() -> None:
     assert sorted(await asyncio.wait_for(asyncio.gather(*tasks), 5)) == list(range(10))
 
 
+@pytest.mark.asyncio
+async def test_an_item_get_hands_out_without_waiting_is_being_processed() -> None:
+    """``await get()`` with an item ready hands it out at once (its fast path);
+    the item is then being processed like any other."""
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    q.add("b")
+    assert await q.get() == "a"
+    q.add("a")  # being processed: queued again only after done
+    assert await q.get() == "b"
+    with pytest.raises(QueueEmpty):
+        q.get_nowait()
+    q.done("a")
+    assert await q.get() == "a"
+    q.done("a")
+    q.done("b")
+    with pytest.raises(NotProcessingError):
+        q.done("a")
+
+
+@pytest.mark.asyncio
+async def test_get_without_waiting_follows_priorities_and_raises() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    for item in ("a", "b", "c"):
+        q.add(item)
+    q.add("c", priority=5)  # raised: first now; its old entry is skipped
+    q.add("low", priority=-1)
+    q.add("d")
+    got = [await q.get() for _ in range(5)]
+    assert got == ["c", "a", "b", "d", "low"]
+    for item in got:
+        q.done(item)
+    # Only priority 0 again: first-add order.
+    q.add("y")
+    q.add("x")
+    assert [await q.get(), await q.get()] == ["y", "x"]
+
+
 # -- shutting down -----------------------------------------------------------------------
 
 

@@ -135,6 +135,41 @@ async def test_an_add_from_a_thread_wakes_a_waiting_task() -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("where", ["loop", "thread"])
+async def test_adds_dedup_and_raise_alike_from_the_loop_and_from_a_thread(where: str) -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    q.add("b")
+    q.add("c", priority=-1)
+
+    def add_again() -> None:
+        q.add("a")  # queued at this priority already: nothing changes
+        q.add("b", priority=-5)  # a lower priority: nothing changes
+        q.add("c")  # raised from -1 to 0: behind a and b
+        q.add("b", priority=3)  # raised: first
+
+    if where == "loop":
+        add_again()
+    else:
+        await asyncio.wait_for(asyncio.to_thread(add_again), WAIT)
+    assert len(q) == 3
+    assert [await q.get() for _ in range(3)] == ["b", "a", "c"]
+
+
+@pytest.mark.asyncio
+async def test_an_add_from_a_thread_while_a_task_processes_the_item_waits_for_done() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    assert await q.get() == "a"  # handed out without waiting
+    await asyncio.wait_for(asyncio.to_thread(q.add, "a"), WAIT)
+    assert len(q) == 0
+    with pytest.raises(QueueEmpty):
+        q.get_nowait()
+    q.done("a")
+    assert await asyncio.wait_for(q.get(), WAIT) == "a"
+
+
+@pytest.mark.asyncio
 async def test_an_add_from_the_loop_wakes_a_blocked_thread() -> None:
     q: WorkQueue[str] = WorkQueue()
     got: list[str] = []

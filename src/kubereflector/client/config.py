@@ -127,9 +127,14 @@ class Auth(Protocol):
     ``authorize`` must fetch fresh credentials. Both are called on the event loop.
     """
 
-    async def authorize(self) -> AuthInfo: ...
+    async def authorize(self) -> AuthInfo:
+        """The headers and client certificate for the next request; cheap when nothing changed.
+        Raises :class:`~kubereflector.client.ConfigError` (or the plugin's error) when no
+        credentials can be had."""
 
-    def invalidate(self) -> None: ...
+    def invalidate(self) -> None:
+        """The server answered 401: forget cached credentials, so the next :meth:`authorize`
+        fetches fresh ones."""
 
 
 class StaticAuth:
@@ -156,6 +161,7 @@ class StaticAuth:
         self._info = AuthInfo(headers, client_cert)
 
     async def authorize(self) -> AuthInfo:
+        """The fixed credentials given at construction."""
         return self._info
 
     def invalidate(self) -> None:
@@ -321,6 +327,8 @@ class TokenFileAuth:
         return self._path
 
     async def authorize(self) -> AuthInfo:
+        """The bearer token, read from the file when due (see the class documentation);
+        :class:`ConfigError` naming the path when there is none to be had."""
         return self._current()
 
     def invalidate(self) -> None:
@@ -477,6 +485,9 @@ class ExecAuth:
         return self._command
 
     async def authorize(self) -> AuthInfo:
+        """The plugin's credentials, running it when none are cached or they are about to
+        expire (one run shared by concurrent callers); :class:`ExecPluginError` when the
+        plugin fails, times out or answers something unusable."""
         info = self._cached()
         if info is not None:
             return info
@@ -586,13 +597,25 @@ _POSIX = os.name == "posix"
 
 
 async def _kill_process_group(proc: asyncio.subprocess.Process) -> None:
-    """Kill a plugin and every process of its group; wait for the plugin to end."""
+    """Kill a plugin and every process of its group, close our ends of its
+    pipes, and wait for the plugin to end.
+
+    The pipes are closed, not read to their end, and closed before waiting: a
+    descendant that left the group may hold them open forever, and from Python
+    3.11 ``Process.wait()`` returns only once the pipes are closed (on 3.10 it
+    returned earlier and left the transport open past the loop's life).
+    """
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             if _POSIX:
                 os.killpg(proc.pid, signal.SIGKILL)
             else:  # pragma: no cover - no process groups
                 proc.kill()
+    # asyncio.subprocess.Process has no public close(); its transport's close()
+    # (public on asyncio.SubprocessTransport) closes the pipes.
+    transport: asyncio.SubprocessTransport | None = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
     with contextlib.suppress(asyncio.CancelledError):
         await proc.wait()
 

@@ -47,6 +47,7 @@ from typing import Any, Final, Literal
 
 import aiohttp
 
+from .._loop_thread import call_in_loop, running_loop
 from ..backoff import Clock, RealClock
 from ..errors import AlreadyExistsError, ApiError, NotFoundError
 from ..keys import get_name, get_namespace, get_resource_version, get_uid
@@ -350,16 +351,7 @@ class EventRecorder:
 
     def _wake(self) -> None:
         """Make sure the sending task runs (from any thread)."""
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            self._kick()
-            return
-        try:
-            self._loop.call_soon_threadsafe(self._kick)
-        except RuntimeError:
+        if not call_in_loop(self._loop, self._kick):
             logger.debug("the event loop of the EventRecorder is closed: events stay unsent")
 
     # -- sending (on the loop) ----------------------------------------------------------
@@ -518,11 +510,7 @@ class EventRecorder:
     def flush_blocking(self, timeout: float | None = None) -> bool:
         """:meth:`flush` from a plain thread: ``False`` if ``timeout`` seconds passed
         first. Raises ``RuntimeError`` on the client's loop thread."""
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
+        if running_loop() is self._loop:
             raise RuntimeError("flush_blocking() would deadlock on the recorder's own loop")
         future = asyncio.run_coroutine_threadsafe(self._flushed(), self._loop)
         try:

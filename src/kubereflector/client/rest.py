@@ -69,6 +69,7 @@ USER_AGENT: Final = (
 """The ``User-Agent`` of every request."""
 
 ACCEPT_JSON: Final = "application/json"
+"""``Accept`` of every request but the metadata-only ones: JSON."""
 ACCEPT_METADATA_LIST: Final = (
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 )
@@ -206,7 +207,9 @@ class RequestMetrics(Protocol):
     headers. Called on the Client's event loop: it must be quick and must not
     raise. :meth:`kubereflector.metrics.Metrics.rest_client` makes one."""
 
-    def observe(self, method: str, code: str, host: str, seconds: float) -> None: ...
+    def observe(self, method: str, code: str, host: str, seconds: float) -> None:
+        """One request: its HTTP ``method``, the status ``code`` (``"<error>"`` when no answer
+        came), the server's ``host`` and the ``seconds`` until the answer's headers."""
 
 
 class _Transport:
@@ -326,6 +329,7 @@ class Client:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called (a closed client sends nothing more)."""
         return self._closed
 
     async def close(self) -> None:

@@ -198,9 +198,14 @@ class SyncResourceClient:
         return self._resource
 
     def resource_info(self) -> ResourceInfo:
+        """The resource, resolved through discovery once; blocks
+        (:meth:`ResourceClient.resource_info
+        <kubereflector.client.ResourceClient.resource_info>`)."""
         return self._sync.run(self._resource.resource_info())
 
     def get(self, name: str) -> dict[str, Any]:
+        """The object ``name``; blocks. :class:`~kubereflector.NotFoundError` if there is none
+        (:meth:`ResourceClient.get <kubereflector.client.ResourceClient.get>`)."""
         return self._sync.run(self._resource.get(name))
 
     def list(
@@ -210,6 +215,9 @@ class SyncResourceClient:
         field_selector: str | None = None,
         limit: int | None = None,
     ) -> ListResult:
+        """Every object, all pages at one resourceVersion, with the list's
+        ``resource_version``; blocks (:meth:`ResourceClient.list
+        <kubereflector.client.ResourceClient.list>`)."""
         return self._sync.run(
             self._resource.list(
                 label_selector=label_selector, field_selector=field_selector, limit=limit
@@ -217,6 +225,8 @@ class SyncResourceClient:
         )
 
     def list_page(self, options: ListOptions, *, metadata_only: bool = False) -> ListResult:
+        """One page of a list with ``options`` as given; blocks
+        (:meth:`ResourceClient.list_page <kubereflector.client.ResourceClient.list_page>`)."""
         return self._sync.run(self._resource.list_page(options, metadata_only=metadata_only))
 
     def watch(
@@ -229,6 +239,9 @@ class SyncResourceClient:
     def create(
         self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
     ) -> dict[str, Any]:
+        """``POST`` a new object and return it; blocks.
+        :class:`~kubereflector.AlreadyExistsError` if the name is taken
+        (:meth:`ResourceClient.create <kubereflector.client.ResourceClient.create>`)."""
         return self._sync.run(
             self._resource.create(obj, dry_run=dry_run, field_manager=field_manager)
         )
@@ -236,6 +249,9 @@ class SyncResourceClient:
     def update(
         self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
     ) -> dict[str, Any]:
+        """``PUT`` the object; blocks. :class:`~kubereflector.ConflictError` when its
+        ``metadata.resourceVersion`` is stale (:meth:`ResourceClient.update
+        <kubereflector.client.ResourceClient.update>`)."""
         return self._sync.run(
             self._resource.update(obj, dry_run=dry_run, field_manager=field_manager)
         )
@@ -243,6 +259,9 @@ class SyncResourceClient:
     def update_status(
         self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
     ) -> dict[str, Any]:
+        """``PUT`` the object's ``status`` subresource; blocks. Conflicts as :meth:`update`
+        (:meth:`ResourceClient.update_status
+        <kubereflector.client.ResourceClient.update_status>`)."""
         return self._sync.run(
             self._resource.update_status(obj, dry_run=dry_run, field_manager=field_manager)
         )
@@ -257,6 +276,8 @@ class SyncResourceClient:
         dry_run: bool = False,
         field_manager: str | None = None,
     ) -> dict[str, Any]:
+        """``PATCH`` the object ``name`` (``merge``, ``json``, ``strategic``); blocks
+        (:meth:`ResourceClient.patch <kubereflector.client.ResourceClient.patch>`)."""
         return self._sync.run(
             self._resource.patch(
                 name,
@@ -277,6 +298,10 @@ class SyncResourceClient:
         subresource: str | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
+        """Server-side apply as ``field_manager``; blocks.
+        :class:`~kubereflector.ConflictError` for fields another manager owns, unless
+        ``force`` (:meth:`ResourceClient.apply
+        <kubereflector.client.ResourceClient.apply>`)."""
         return self._sync.run(
             self._resource.apply(
                 obj,
@@ -296,6 +321,9 @@ class SyncResourceClient:
         preconditions: Mapping[str, str] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
+        """``DELETE`` the object ``name``; blocks. The server's answer: the object, or a
+        ``Status`` (:meth:`ResourceClient.delete
+        <kubereflector.client.ResourceClient.delete>`)."""
         return self._sync.run(
             self._resource.delete(
                 name,

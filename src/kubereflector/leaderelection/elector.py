@@ -65,8 +65,12 @@ JITTER_FACTOR: Final = 1.2
 """A campaigning candidate waits ``retry_period * (1 + JITTER_FACTOR * U[0, 1))``
 between tries (client-go's ``JitterFactor``)."""
 DEFAULT_LEASE_DURATION: Final = 15.0
+"""Seconds a leader's Lease is valid without renewal before others may take it (client-go's
+15)."""
 DEFAULT_RENEW_DEADLINE: Final = 10.0
+"""Seconds the leader keeps retrying a renewal before it gives up leading (client-go's 10)."""
 DEFAULT_RETRY_PERIOD: Final = 2.0
+"""Seconds between two attempts to acquire or renew (client-go's 2), jittered."""
 
 _RELEASED_LEASE_SECONDS: Final = 1
 
@@ -84,11 +88,14 @@ class LeaderMetrics(Protocol):
     construction), ``slowpath_exercised(name)`` when a renewal had to re-read the
     lock. :class:`kubereflector.metrics.Metrics` implements it."""
 
-    def on(self, name: str) -> None: ...
+    def on(self, name: str) -> None:
+        """The elector called ``name`` now leads."""
 
-    def off(self, name: str) -> None: ...
+    def off(self, name: str) -> None:
+        """The elector called ``name`` does not lead (also reported once at its construction)."""
 
-    def slowpath_exercised(self, name: str) -> None: ...
+    def slowpath_exercised(self, name: str) -> None:
+        """A renewal by the elector called ``name`` had to re-read the record first."""
 
 
 class _NoMetrics:
@@ -193,22 +200,27 @@ class LeaderElector:
 
     @property
     def identity(self) -> str:
+        """This candidate's identity (the lock's), written to the record while it leads."""
         return self._lock.identity
 
     @property
     def name(self) -> str:
+        """The election's name in logs and metrics (default: the lock's ``namespace/name``)."""
         return self._name
 
     @property
     def lease_duration(self) -> float:
+        """Seconds a record is valid without renewal (see the class documentation)."""
         return self._lease_duration
 
     @property
     def renew_deadline(self) -> float:
+        """Seconds the leader retries a renewal before it stops leading."""
         return self._renew_deadline
 
     @property
     def retry_period(self) -> float:
+        """Seconds between attempts to acquire or renew, before jitter."""
         return self._retry_period
 
     def get_leader(self) -> str:

@@ -109,11 +109,17 @@ class ResourceLock(Protocol):
         """``namespace/name`` of the lock, for logs."""
         ...
 
-    async def get(self) -> LeaderElectionRecord: ...
+    async def get(self) -> LeaderElectionRecord:
+        """The record as stored now; :class:`~kubereflector.NotFoundError` when there is none
+        yet."""
 
-    async def create(self, record: LeaderElectionRecord) -> None: ...
+    async def create(self, record: LeaderElectionRecord) -> None:
+        """Store ``record`` as the first one; a 409 ``ApiError`` (already exists) when another
+        candidate was quicker."""
 
-    async def update(self, record: LeaderElectionRecord) -> None: ...
+    async def update(self, record: LeaderElectionRecord) -> None:
+        """Replace the record last read or written with ``record``; a 409 ``ApiError`` when it
+        changed since."""
 
 
 class LeaseLock:
@@ -140,17 +146,21 @@ class LeaseLock:
 
     @property
     def identity(self) -> str:
+        """Who this candidate is: the ``holderIdentity`` it writes while leading."""
         return self._identity
 
     @property
     def namespace(self) -> str:
+        """The Lease's namespace."""
         return self._namespace
 
     @property
     def name(self) -> str:
+        """The Lease's name."""
         return self._name
 
     def describe(self) -> str:
+        """``namespace/name`` of the Lease, for logs."""
         return f"{self._namespace}/{self._name}"
 
     @property
@@ -159,11 +169,15 @@ class LeaseLock:
         return copy.deepcopy(self._lease)
 
     async def get(self) -> LeaderElectionRecord:
+        """Read the Lease and return its record; :class:`~kubereflector.NotFoundError` when it
+        does not exist, :class:`~kubereflector.DecodeError` when the answer is not a Lease."""
         lease = await self._client.get(LEASES.object_path(self._namespace, self._name))
         self._lease = _checked(lease, self.describe())
         return LeaderElectionRecord.from_lease_spec(self._lease.get("spec"))
 
     async def create(self, record: LeaderElectionRecord) -> None:
+        """Create the Lease holding ``record``; :class:`~kubereflector.AlreadyExistsError`
+        (409) when it exists already."""
         body = {
             "apiVersion": LEASES.api_version,
             "kind": LEASES.kind,
@@ -174,6 +188,9 @@ class LeaseLock:
         self._lease = _checked(created, self.describe())
 
     async def update(self, record: LeaderElectionRecord) -> None:
+        """Write ``record`` into the Lease last read or written (a PUT with its
+        resourceVersion); :class:`~kubereflector.ConflictError` (409) when someone wrote it
+        since, ``RuntimeError`` before any :meth:`get` or :meth:`create`."""
         if self._lease is None:
             raise RuntimeError(f"lease {self.describe()} not read yet: call get or create first")
         body = dict(self._lease)

@@ -15,59 +15,9 @@ own informers and queues::
 
 from __future__ import annotations
 
-from .prometheus import (
-    ACTIVE_WORKERS,
-    INFORMER_PREFIX,
-    LEADER_ELECTION_MASTER_STATUS,
-    LEADER_ELECTION_SLOWPATH_TOTAL,
-    MAX_CONCURRENT_RECONCILES,
-    RECONCILE_ERRORS_TOTAL,
-    RECONCILE_TIME_SECONDS,
-    RECONCILE_TOTAL,
-    REST_CLIENT_REQUEST_DURATION_SECONDS,
-    REST_CLIENT_REQUESTS_TOTAL,
-    TERMINAL_RECONCILE_ERRORS_TOTAL,
-    WORKQUEUE_ADDS_TOTAL,
-    WORKQUEUE_DEPTH,
-    WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS,
-    WORKQUEUE_QUEUE_DURATION_SECONDS,
-    WORKQUEUE_RETRIES_TOTAL,
-    WORKQUEUE_UNFINISHED_WORK_SECONDS,
-    WORKQUEUE_WORK_DURATION_SECONDS,
-    ControllerMetrics,
-    InformerSource,
-    LeaderElectionMetrics,
-    Metrics,
-    RestClientMetrics,
-    WorkqueueMetricsProvider,
-)
-from .server import Check, MetricsServer
+# The package's API is its modules' __all__, each listed once, in its own module.
+from . import prometheus, server
+from .prometheus import *  # noqa: F403
+from .server import *  # noqa: F403
 
-__all__ = [
-    "ACTIVE_WORKERS",
-    "INFORMER_PREFIX",
-    "LEADER_ELECTION_MASTER_STATUS",
-    "LEADER_ELECTION_SLOWPATH_TOTAL",
-    "MAX_CONCURRENT_RECONCILES",
-    "RECONCILE_ERRORS_TOTAL",
-    "RECONCILE_TIME_SECONDS",
-    "RECONCILE_TOTAL",
-    "REST_CLIENT_REQUESTS_TOTAL",
-    "REST_CLIENT_REQUEST_DURATION_SECONDS",
-    "TERMINAL_RECONCILE_ERRORS_TOTAL",
-    "WORKQUEUE_ADDS_TOTAL",
-    "WORKQUEUE_DEPTH",
-    "WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS",
-    "WORKQUEUE_QUEUE_DURATION_SECONDS",
-    "WORKQUEUE_RETRIES_TOTAL",
-    "WORKQUEUE_UNFINISHED_WORK_SECONDS",
-    "WORKQUEUE_WORK_DURATION_SECONDS",
-    "Check",
-    "ControllerMetrics",
-    "InformerSource",
-    "LeaderElectionMetrics",
-    "Metrics",
-    "MetricsServer",
-    "RestClientMetrics",
-    "WorkqueueMetricsProvider",
-]
+__all__ = prometheus.__all__ + server.__all__

@@ -78,23 +78,43 @@ __all__ = [
 # -- names (exactly as controller-runtime and client-go export them) -------------------
 
 RECONCILE_TOTAL: Final = "controller_runtime_reconcile_total"
+"""Reconciles by ``controller`` and ``result`` (success, error, requeue, requeue_after): a
+counter."""
 RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_reconcile_errors_total"
+"""Reconciles that raised, by ``controller``: a counter."""
 TERMINAL_RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_terminal_reconcile_errors_total"
+"""Reconciles that raised a ``TerminalError``, by ``controller``: a counter."""
 RECONCILE_TIME_SECONDS: Final = "controller_runtime_reconcile_time_seconds"
+"""How long each reconcile took, by ``controller``: a histogram."""
 MAX_CONCURRENT_RECONCILES: Final = "controller_runtime_max_concurrent_reconciles"
+"""Each controller's ``max_concurrent_reconciles``: a gauge."""
 ACTIVE_WORKERS: Final = "controller_runtime_active_workers"
+"""Workers reconciling right now, by ``controller``: a gauge."""
 WORKQUEUE_DEPTH: Final = "workqueue_depth"
+"""Items waiting in each work queue (labels ``name``, ``controller``): a gauge."""
 WORKQUEUE_ADDS_TOTAL: Final = "workqueue_adds_total"
+"""Adds that queued an item, by queue: a counter."""
 WORKQUEUE_QUEUE_DURATION_SECONDS: Final = "workqueue_queue_duration_seconds"
+"""From an item's first add to its get, by queue: a histogram."""
 WORKQUEUE_WORK_DURATION_SECONDS: Final = "workqueue_work_duration_seconds"
+"""From an item's get to its ``done``, by queue: a histogram."""
 WORKQUEUE_UNFINISHED_WORK_SECONDS: Final = "workqueue_unfinished_work_seconds"
+"""The summed ages of the items being processed, by queue: a gauge."""
 WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS: Final = "workqueue_longest_running_processor_seconds"
+"""The age of the oldest item being processed, by queue: a gauge."""
 WORKQUEUE_RETRIES_TOTAL: Final = "workqueue_retries_total"
+"""Rate-limited and delayed requeues, by queue: a counter."""
 LEADER_ELECTION_MASTER_STATUS: Final = "leader_election_master_status"
+"""1 while this process leads the election ``name``, else 0: a gauge."""
 LEADER_ELECTION_SLOWPATH_TOTAL: Final = "leader_election_slowpath_total"
+"""Lease renewals that had to read the Lease first, by election ``name``: a counter."""
 REST_CLIENT_REQUESTS_TOTAL: Final = "rest_client_requests_total"
+"""Requests to the API server by ``code``, ``method`` and ``host``: a counter."""
 REST_CLIENT_REQUEST_DURATION_SECONDS: Final = "rest_client_request_duration_seconds"
+"""From sending a request to its answer's headers, by ``verb`` and ``host``: a histogram."""
 INFORMER_PREFIX: Final = "kubereflector_informer_"
+"""The prefix of the informer metrics this library adds (client-go exports none): objects cached,
+relists, watch restarts, last sync resourceVersion, by ``resource``."""
 
 _RECONCILE_BUCKETS: Final = (
     *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
@@ -123,6 +143,8 @@ class ControllerMetrics:
         self._active = metrics._active_workers.gauge(controller)
 
     def set_max_concurrent_reconciles(self, workers: int) -> None:
+        """The controller runs at most ``workers`` reconciles at once
+        (``controller_runtime_max_concurrent_reconciles``)."""
         self._max.set(workers)
 
     def worker_started(self) -> None:
@@ -130,6 +152,7 @@ class ControllerMetrics:
         self._active.inc()
 
     def worker_finished(self) -> None:
+        """A worker finished its request (``controller_runtime_active_workers`` - 1)."""
         self._active.dec()
 
     def reconciled(self, result: str, seconds: float, *, terminal: bool = False) -> None:
@@ -155,12 +178,15 @@ class LeaderElectionMetrics:
         self._slowpath = metrics._leader_slowpath
 
     def on(self, name: str) -> None:
+        """This process now leads the election ``name`` (status 1)."""
         self._status.gauge(name).set(1)
 
     def off(self, name: str) -> None:
+        """This process no longer leads the election ``name`` (status 0)."""
         self._status.gauge(name).set(0)
 
     def slowpath_exercised(self, name: str) -> None:
+        """A renewal of ``name`` had to read the Lease from the server first."""
         self._slowpath.counter(name).inc()
 
 
@@ -179,6 +205,8 @@ class RestClientMetrics:
         self._lock = threading.Lock()
 
     def observe(self, method: str, code: str, host: str, seconds: float) -> None:
+        """Count one request: its ``method``, the answer's status ``code`` (``<error>`` when none
+        came), the server's ``host``, and ``seconds`` until the answer's headers. Any thread."""
         with self._lock:
             self._requests.counter(code, method, host).inc()
             self._latency.histogram(method, host).observe(seconds)
@@ -197,24 +225,32 @@ class WorkqueueMetricsProvider:
         self._m = metrics
 
     def new_depth_metric(self, name: str) -> Gauge:
+        """The :data:`WORKQUEUE_DEPTH` child of the queue called ``name``."""
         return self._m._wq_depth.gauge(name, name)
 
     def new_adds_metric(self, name: str) -> Counter:
+        """The :data:`WORKQUEUE_ADDS_TOTAL` child of the queue called ``name``."""
         return self._m._wq_adds.counter(name, name)
 
     def new_latency_metric(self, name: str) -> Histogram:
+        """The :data:`WORKQUEUE_QUEUE_DURATION_SECONDS` child of the queue called ``name``."""
         return self._m._wq_latency.histogram(name, name)
 
     def new_work_duration_metric(self, name: str) -> Histogram:
+        """The :data:`WORKQUEUE_WORK_DURATION_SECONDS` child of the queue called ``name``."""
         return self._m._wq_work_duration.histogram(name, name)
 
     def new_unfinished_work_seconds_metric(self, name: str) -> Gauge:
+        """The :data:`WORKQUEUE_UNFINISHED_WORK_SECONDS` child of the queue called ``name``."""
         return self._m._wq_unfinished.gauge(name, name)
 
     def new_longest_running_processor_seconds_metric(self, name: str) -> Gauge:
+        """The :data:`WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS` child of the queue called
+        ``name``."""
         return self._m._wq_longest.gauge(name, name)
 
     def new_retries_metric(self, name: str) -> Counter:
+        """The :data:`WORKQUEUE_RETRIES_TOTAL` child of the queue called ``name``."""
         return self._m._wq_retries.counter(name, name)
 
 

@@ -69,6 +69,8 @@ class MetricsServer:
 
     @property
     def url(self) -> str:
+        """``http://host:port`` of the server (``127.0.0.1`` when bound to every address), once
+        started."""
         host = "127.0.0.1" if self._host in ("0.0.0.0", "") else self._host
         if ":" in host:
             host = f"[{host}]"

@@ -180,6 +180,7 @@ class Controller:
 
     @property
     def name(self) -> str:
+        """The controller's name: its metrics' ``controller`` label and its work queue's name."""
         return self._name
 
     @property
@@ -195,6 +196,7 @@ class Controller:
 
     @property
     def max_concurrent_reconciles(self) -> int:
+        """At most this many requests are reconciled at once (never one request twice)."""
         return self._workers
 
     def in_flight(self) -> int:

@@ -49,6 +49,9 @@ __all__ = [
 T = TypeVar("T")
 
 FinalizerStep = Literal["add", "apply", "cleanup", "done"]
+"""Where an object stands with a finalizer (see :func:`finalizer_step`): ``add`` (not there
+yet, the object is not being deleted), ``apply`` (there, the object lives), ``cleanup``
+(there, the object is being deleted) or ``done`` (gone from an object being deleted)."""
 
 
 class _AsyncPatcher(Protocol):

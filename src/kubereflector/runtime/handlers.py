@@ -52,7 +52,9 @@ state for deletes; may be ``None`` when nothing was known)."""
 class RequestQueue(Protocol):
     """What a handler needs of a queue: ``add`` with a priority (thread-safe)."""
 
-    def add(self, item: Request, *, priority: int = 0) -> None: ...
+    def add(self, item: Request, *, priority: int = 0) -> None:
+        """Queue ``item`` at ``priority`` (higher first); an item queued already keeps the
+        higher of its priorities. Any thread."""
 
 
 def _request_of_key(key: str) -> Request:
@@ -152,12 +154,16 @@ class EnqueueRequestsHandler:
             add(request, priority=priority)
 
     async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        """Queue the mapper's requests for ``obj`` if the predicate's ``create`` passes (at low
+        priority for the initial list)."""
         predicate = self._predicate
         if predicate is not None and not predicate.create(obj):
             return
         self._add(self._mapper(obj), LOW_PRIORITY if is_in_initial_list else 0)
 
     async def on_update(self, old: Any, new: Any) -> None:
+        """Queue the mapper's requests for ``old`` and ``new`` if the predicate's ``update``
+        passes (at low priority when the resourceVersion is unchanged: a resync)."""
         predicate = self._predicate
         if predicate is not None and not predicate.update(old, new):
             return
@@ -171,6 +177,8 @@ class EnqueueRequestsHandler:
         self._add(requests, priority)
 
     async def on_delete(self, obj: Any) -> None:
+        """Queue the mapper's requests for the deleted object (its last known state, for a
+        tombstone) if the predicate's ``delete`` passes."""
         predicate = self._predicate
         if predicate is not None and not predicate.delete(obj):
             return

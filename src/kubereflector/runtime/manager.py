@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 
-from .._loop_thread import LoopThread
+from .._loop_thread import LoopThread, call_in_loop
 from ..backoff import Clock, RealClock
 from ..client.config import ClientConfig
 from ..client.rest import Client
@@ -269,6 +269,7 @@ class Manager:
 
     @property
     def namespace(self) -> str | None:
+        """The one namespace the caches watch, or ``None`` for every namespace."""
         return self._namespace
 
     @property
@@ -585,17 +586,8 @@ class Manager:
         with self._lock:
             self._stop_requested = True
             loop, event = self._loop, self._stop_event
-        if loop is None or event is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            event.set()
-        else:
-            with contextlib.suppress(RuntimeError):  # that loop has closed
-                loop.call_soon_threadsafe(event.set)
+        if loop is not None and event is not None:
+            call_in_loop(loop, event.set)  # nothing to stop if that loop has closed
 
     # -- sync use -----------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ relist); the ready-made predicates look at its last known state. Thread-safe.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from ..keys import (
@@ -218,26 +218,28 @@ def _check(predicates: tuple[Predicate, ...], what: str) -> None:
 def and_(*predicates: Predicate) -> Predicate:
     """Passes a change only when every one of ``predicates`` does (none: everything),
     asking them in order and stopping at the first refusal."""
-    _check(predicates, "and_")
-    ps = predicates
-    return Predicate(
-        create=lambda obj: all(p.create(obj) for p in ps),
-        update=lambda old, new: all(p.update(old, new) for p in ps),
-        delete=lambda obj: all(p.delete(obj) for p in ps),
-        name=f"and_({', '.join(p.name for p in ps)})",
-    )
+    return _combined(predicates, all, "and_")
 
 
 def or_(*predicates: Predicate) -> Predicate:
     """Passes a change when at least one of ``predicates`` does (none: nothing),
     asking them in order and stopping at the first that passes it."""
-    _check(predicates, "or_")
+    return _combined(predicates, any, "or_")
+
+
+def _combined(
+    predicates: tuple[Predicate, ...], quantifier: Callable[[Iterable[bool]], bool], what: str
+) -> Predicate:
+    """``predicates`` asked in order about each change, their answers reduced by
+    ``quantifier`` (``all`` or ``any``, which stop at the first answer that decides),
+    named ``what(...)``. Raises ``TypeError`` for an argument that is no Predicate."""
+    _check(predicates, what)
     ps = predicates
     return Predicate(
-        create=lambda obj: any(p.create(obj) for p in ps),
-        update=lambda old, new: any(p.update(old, new) for p in ps),
-        delete=lambda obj: any(p.delete(obj) for p in ps),
-        name=f"or_({', '.join(p.name for p in ps)})",
+        create=lambda obj: quantifier(p.create(obj) for p in ps),
+        update=lambda old, new: quantifier(p.update(old, new) for p in ps),
+        delete=lambda obj: quantifier(p.delete(obj) for p in ps),
+        name=f"{what}({', '.join(p.name for p in ps)})",
     )
 
 

@@ -50,6 +50,7 @@ from ._apiserver_store import (
     event_line,
 )
 from ._apiserver_validation import StatusError, bad_request, validate_options
+from ._watch_timer import run_watch_timer
 
 log = logging.getLogger("kubereflector.testing.apiserver")
 
@@ -426,7 +427,13 @@ class Watcher:
         if bookmark_interval is None and timeout is None:
             return
         self._timer = asyncio.get_running_loop().create_task(
-            self._run_timer(bookmark_interval, timeout)
+            run_watch_timer(
+                self.clock,
+                bookmark_interval,
+                timeout,
+                on_bookmark=self._bookmark_due,
+                on_timeout=lambda: self.end(discard=False),
+            )
         )
 
     def _stop_timer(self) -> None:
@@ -440,27 +447,12 @@ class Watcher:
             with contextlib.suppress(asyncio.CancelledError):
                 await timer
 
-    async def _run_timer(self, interval: float | None, timeout: float | None) -> None:
-        clock = self.clock
-        start = clock.now()
-        deadline = start + timeout if timeout is not None else None
-        next_bookmark = start + interval if interval is not None else None
-        epsilon = 1e-9
-        while True:
-            due = min(t for t in (deadline, next_bookmark) if t is not None)
-            delay = due - clock.now()
-            if delay > epsilon:
-                await clock.sleep(delay)
-            now = clock.now() + epsilon
-            if deadline is not None and now >= deadline:
-                self.end(discard=False)
-                return
-            if next_bookmark is not None and interval is not None and now >= next_bookmark:
-                rv = self.current_rv()
-                if rv >= self.from_rv:
-                    self.offer_bookmark(rv)
-                while next_bookmark <= now:
-                    next_bookmark += interval
+    def _bookmark_due(self) -> None:
+        """The timer's periodic bookmark: sent at the current resourceVersion, once
+        the watch has reached the one it starts from."""
+        rv = self.current_rv()
+        if rv >= self.from_rv:
+            self.offer_bookmark(rv)
 
     async def pump(self, response: web.StreamResponse) -> None:
         """Write queued lines until the stream ends, is aborted, or the client leaves."""

@@ -100,7 +100,16 @@ def expired(message: str, continue_: str | None = None) -> StatusError:
     return StatusError(status)
 
 
+def too_old(requested: int, oldest: int) -> dict[str, Any]:
+    """kube-apiserver's answer to a watch from a resourceVersion older than the
+    ``oldest`` its history still holds: a 410 Expired (the watcher relists)."""
+    return failure_status(410, "Expired", f"too old resource version: {requested} ({oldest})")
+
+
 def too_large(requested: int, current: int) -> dict[str, Any]:
+    """kube-apiserver's answer (v1.28) to a list or watch from a resourceVersion newer
+    than the ``current`` one: a 504 Timeout with a ResourceVersionTooLarge cause
+    (client-go's ``IsTooLargeResourceVersion``)."""
     return failure_status(
         504,
         "Timeout",
@@ -604,9 +613,7 @@ class Store:
         elif requested > current:
             plan.from_rv = requested  # kube waits for the resourceVersion to come
         elif requested < bucket.oldest:
-            plan.error = failure_status(
-                410, "Expired", f"too old resource version: {requested} ({bucket.oldest})"
-            )
+            plan.error = too_old(requested, bucket.oldest)
         else:
             plan.from_rv = requested
             plan.replay = [e for e in bucket.history if e.rv > requested]
@@ -622,6 +629,29 @@ class Store:
             watcher.offer(event)
         for observer in self.observers:
             observer(bucket, event_type, record)
+
+    def _commit(
+        self,
+        bucket: Bucket,
+        obj: dict[str, Any],
+        event_type: str,
+        prev: Record | None,
+        *,
+        dry_run: bool,
+    ) -> Record:
+        """Store ``obj`` (a new object or a new state of ``prev``) in ``bucket`` at the
+        next resourceVersion, written into its metadata, and send the ``event_type``
+        event to the bucket's watchers and the observers. Returns the stored record;
+        for a ``dry_run``, only the record of ``obj`` as it is (nothing stored, no new
+        resourceVersion), as kube answers a dry run."""
+        if dry_run:
+            return Record(obj, bucket.info.typemeta_prefix)
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        record = Record(obj, bucket.info.typemeta_prefix)
+        bucket.put(record)
+        self._emit(bucket, event_type, record, prev)
+        return record
 
     def _body(self, info: ResourceInfo, obj: Any, *, strict: bool) -> dict[str, Any]:
         """A request body as a fresh top-level dict with its own metadata dict, after
@@ -782,14 +812,7 @@ class Store:
         resourceVersion, as kube does)."""
         info = bucket.info
         _apply_defaults(info, body)
-        if dry_run:
-            return Record(body, info.typemeta_prefix)
-        self.rv += 1
-        body["metadata"]["resourceVersion"] = str(self.rv)
-        record = Record(body, info.typemeta_prefix)
-        bucket.put(record)
-        self._emit(bucket, "ADDED", record, None)
-        return record
+        return self._commit(bucket, body, "ADDED", None, dry_run=dry_run)
 
     def update(
         self,
@@ -920,14 +943,7 @@ class Store:
             if not dry_run:
                 self._remove(bucket, existing)
             return Record(new, info.typemeta_prefix)
-        if dry_run:
-            return Record(new, info.typemeta_prefix)
-        self.rv += 1
-        new["metadata"]["resourceVersion"] = str(self.rv)
-        record = Record(new, info.typemeta_prefix)
-        bucket.put(record)
-        self._emit(bucket, "MODIFIED", record, existing)
-        return record
+        return self._commit(bucket, new, "MODIFIED", existing, dry_run=dry_run)
 
     def patch(
         self,
@@ -1069,14 +1085,7 @@ class Store:
             new_meta["deletionGracePeriodSeconds"] = 0
             if "generation" in new_meta:
                 new_meta["generation"] = int(new_meta["generation"]) + 1
-            if dry_run:
-                return Record(new, info.typemeta_prefix), False
-            self.rv += 1
-            new_meta["resourceVersion"] = str(self.rv)
-            record = Record(new, info.typemeta_prefix)
-            bucket.put(record)
-            self._emit(bucket, "MODIFIED", record, existing)
-            return record, False
+            return self._commit(bucket, new, "MODIFIED", existing, dry_run=dry_run), False
         if dry_run:
             return existing, True
         if info.plural == "namespaces" and info.builtin:

@@ -273,6 +273,7 @@ class ApiServerEmulator:
 
     @property
     def running(self) -> bool:
+        """Whether the server is serving (between :meth:`start` and :meth:`stop`)."""
         return self._runner is not None
 
     @property
@@ -619,7 +620,13 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--token", default=None, help="bearer token (default: random)")
     parser.add_argument("--no-auth", action="store_true", help="accept every request")
     parser.add_argument("--write-kubeconfig", metavar="PATH", help="write a kubeconfig here")
-    parser.add_argument("--seed-pods", type=int, default=0, metavar="N", help="create N pods")
+    parser.add_argument(
+        "--seed-pods",
+        type=int,
+        default=0,
+        metavar="N",
+        help="create N pods like a small cluster's (labelled apps on three nodes)",
+    )
     parser.add_argument("--bookmark-interval", type=float, default=60.0, metavar="SECONDS")
     parser.add_argument("--history-limit", type=int, default=10_000, metavar="EVENTS")
     return parser.parse_args(argv)
@@ -639,8 +646,12 @@ async def _serve(args: argparse.Namespace) -> None:
         history_limit=args.history_limit,
         bookmark_interval=args.bookmark_interval,
     )
-    for i in range(args.seed_pods):
-        emulator.create("pods", sample_pod(f"pod-{i:05d}"))
+    # The pods `kubereflector emulator --seed-pods` serves: what the quick start and
+    # the examples look for (app labels, spec.nodeName). That module imports this one.
+    from ._apiserver_seed import cluster_pods
+
+    for pod in cluster_pods(args.seed_pods):
+        emulator.create("pods", pod)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -37,6 +37,7 @@ class FakeClock:
         self._changed: asyncio.Event | None = None
 
     def now(self) -> float:
+        """The virtual time: ``start`` plus every :meth:`advance` so far."""
         return self._now
 
     async def sleep(self, seconds: float) -> None:

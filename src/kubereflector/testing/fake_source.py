@@ -45,7 +45,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from ..backoff import Clock, RealClock
-from ..errors import ApiError, ExpiredError, error_from_status, failure_status
+from ..errors import ApiError, ExpiredError, error_from_status
 from ..keys import meta_namespace_key_func
 from ..listwatch import (
     ADDED,
@@ -59,11 +59,11 @@ from ..listwatch import (
     WatchEvent,
     WatchStream,
 )
-from ._apiserver_store import invalid_resource_version
+from ._apiserver_store import invalid_resource_version, too_large, too_old
+from ._watch_timer import run_watch_timer
 
 __all__ = ["FakeControllerSource"]
 
-_EPSILON: Final = 1e-9
 _CONTINUE_VERSION: Final = "kubereflector.testing/v1"
 _CONTINUE_EXPIRED_MESSAGE: Final = (
     "The provided continue parameter is too old to display a consistent list result. "
@@ -79,24 +79,6 @@ class _Change:
     key: str
     event: WatchEvent
     previous: dict[str, Any] | None
-
-
-def _expired_status(requested: int, oldest: int) -> dict[str, Any]:
-    return failure_status(410, "Expired", f"too old resource version: {requested} ({oldest})")
-
-
-def _too_large_status(requested: int, current: int) -> dict[str, Any]:
-    return failure_status(
-        504,
-        "Timeout",
-        f"Timeout: Too large resource version: {requested}, current: {current}",
-        {
-            "causes": [
-                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-            ],
-            "retryAfterSeconds": 1,
-        },
-    )
 
 
 def _invalid(message: str) -> ApiError:
@@ -395,7 +377,7 @@ class FakeControllerSource:
                 if requested is None:
                     rv = self._rv
                 elif requested > self._rv:
-                    raise error_from_status(_too_large_status(requested, self._rv))
+                    raise error_from_status(too_large(requested, self._rv))
                 elif options.resource_version_match == "Exact":
                     if requested < self._oldest:
                         raise ExpiredError("The resourceVersion for the provided list is too old.")
@@ -515,7 +497,7 @@ class FakeControllerSource:
         with self._lock:
             current = self._rv
             if requested is not None and requested > current:
-                watch._finish_with_error(_too_large_status(requested, current))
+                watch._finish_with_error(too_large(requested, current))
                 return
             if options.send_initial_events:
                 initial = [WatchEvent(ADDED, self._objects[k]) for k in sorted(self._objects)]
@@ -525,7 +507,7 @@ class FakeControllerSource:
                 if options.send_initial_events is None:
                     initial = [WatchEvent(ADDED, self._objects[k]) for k in sorted(self._objects)]
             elif requested < self._oldest:
-                watch._finish_with_error(_expired_status(requested, self._oldest))
+                watch._finish_with_error(too_old(requested, self._oldest))
                 return
             else:
                 initial = [c.event for c in self._history if c.rv > requested]
@@ -604,7 +586,15 @@ class _FakeWatch:
         interval = self.source.bookmark_interval if options.allow_watch_bookmarks else None
         timeout = options.timeout_seconds if options.timeout_seconds else None
         if interval is not None or timeout is not None:
-            self._timer = self.loop.create_task(self._run_timer(interval, timeout))
+            source = self.source
+            timer = run_watch_timer(
+                source.clock,
+                interval,
+                timeout,
+                on_bookmark=lambda: source._timer_fired(self, timed_out=False),
+                on_timeout=lambda: source._timer_fired(self, timed_out=True),
+            )
+            self._timer = self.loop.create_task(timer)
         return self
 
     async def __aexit__(
@@ -670,22 +660,3 @@ class _FakeWatch:
 
     def _on_stall(self) -> None:
         self._stop_timer()
-
-    async def _run_timer(self, interval: float | None, timeout: float | None) -> None:
-        clock = self.source.clock
-        start = clock.now()
-        deadline = start + timeout if timeout is not None else None
-        next_bookmark = start + interval if interval is not None else None
-        while True:
-            due = min(t for t in (deadline, next_bookmark) if t is not None)
-            delay = due - clock.now()
-            if delay > _EPSILON:
-                await clock.sleep(delay)
-            now = clock.now() + _EPSILON
-            if deadline is not None and now >= deadline:
-                self.source._timer_fired(self, timed_out=True)
-                return
-            if next_bookmark is not None and interval is not None and now >= next_bookmark:
-                self.source._timer_fired(self, timed_out=False)
-                while next_bookmark <= now:
-                    next_bookmark += interval

@@ -103,7 +103,7 @@ class DelayingQueue(WorkQueue[T]):
             if self._metrics is not None:
                 self._metrics.retry()
             if delay <= 0:
-                self._add_locked(item, priority)
+                self.add(item, priority)
                 return
             ready_at = self.clock.now() + delay
             entries = self._delayed_entries
@@ -133,7 +133,7 @@ class DelayingQueue(WorkQueue[T]):
             item = entry[2]
             if entries.get(item) is entry:
                 del entries[item]
-                self._add_locked(item, entry[3])
+                self.add(item, entry[3])
 
     def _ready_locked(self) -> bool:
         if self._delayed:

@@ -97,10 +97,14 @@ class EnqueueHandler(Generic[K]):
         self.low_priority = low_priority
 
     async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        """Add the object's key (at ``low_priority`` when it comes from the initial list and
+        one is set)."""
         low = self.low_priority
         self.queue.add(self.key_func(obj), low if is_in_initial_list and low is not None else 0)
 
     async def on_update(self, old: Any, new: Any) -> None:
+        """Add the new object's key (at ``low_priority``, when set, if nothing changed: a
+        resync)."""
         low = self.low_priority
         if low is not None and _unchanged(old, new):
             self.queue.add(self.key_func(new), low)
@@ -108,6 +112,7 @@ class EnqueueHandler(Generic[K]):
             self.queue.add(self.key_func(new))
 
     async def on_delete(self, obj: Any) -> None:
+        """Add the deleted object's key (a tombstone's own key)."""
         self.queue.add(self.key_func(obj))
 
     def __repr__(self) -> str:

@@ -57,34 +57,56 @@ __all__ = [
 ]
 
 DEPTH: Final = "workqueue_depth"
+"""``workqueue_depth``: items waiting to be handed out (a gauge)."""
 ADDS: Final = "workqueue_adds_total"
+"""``workqueue_adds_total``: adds that queued an item (a counter)."""
 QUEUE_DURATION: Final = "workqueue_queue_duration_seconds"
+"""``workqueue_queue_duration_seconds``: from an item's first add to its get (a histogram)."""
 WORK_DURATION: Final = "workqueue_work_duration_seconds"
+"""``workqueue_work_duration_seconds``: from get to ``done`` (a histogram)."""
 UNFINISHED_WORK: Final = "workqueue_unfinished_work_seconds"
+"""``workqueue_unfinished_work_seconds``: the summed ages of the items being processed (a settable
+gauge)."""
 LONGEST_RUNNING_PROCESSOR: Final = "workqueue_longest_running_processor_seconds"
+"""``workqueue_longest_running_processor_seconds``: the age of the oldest item being processed (a
+settable gauge)."""
 RETRIES: Final = "workqueue_retries_total"
+"""``workqueue_retries_total``: ``add_after`` calls, rate-limited requeues included (a counter)."""
 
 
 @runtime_checkable
 class GaugeMetric(Protocol):
-    def inc(self) -> None: ...
+    """A gauge a queue moves by one: ``workqueue_depth``."""
 
-    def dec(self) -> None: ...
+    def inc(self) -> None:
+        """Add one."""
+
+    def dec(self) -> None:
+        """Subtract one."""
 
 
 @runtime_checkable
 class SettableGaugeMetric(Protocol):
-    def set(self, value: float) -> None: ...
+    """A gauge a queue sets: the two "unfinished work" gauges."""
+
+    def set(self, value: float) -> None:
+        """Set the gauge to ``value``."""
 
 
 @runtime_checkable
 class CounterMetric(Protocol):
-    def inc(self) -> None: ...
+    """A counter: ``workqueue_adds_total``, ``workqueue_retries_total``."""
+
+    def inc(self) -> None:
+        """Add one."""
 
 
 @runtime_checkable
 class HistogramMetric(Protocol):
-    def observe(self, value: float) -> None: ...
+    """A histogram of durations in seconds: the queue and work durations."""
+
+    def observe(self, value: float) -> None:
+        """Record one observation of ``value`` seconds."""
 
 
 @runtime_checkable
@@ -94,19 +116,27 @@ class MetricsProvider(Protocol):
     Each method is called once per queue, when the queue is created.
     """
 
-    def new_depth_metric(self, name: str) -> GaugeMetric: ...
+    def new_depth_metric(self, name: str) -> GaugeMetric:
+        """The ``workqueue_depth`` gauge of the queue called ``name``."""
 
-    def new_adds_metric(self, name: str) -> CounterMetric: ...
+    def new_adds_metric(self, name: str) -> CounterMetric:
+        """The ``workqueue_adds_total`` counter of the queue called ``name``."""
 
-    def new_latency_metric(self, name: str) -> HistogramMetric: ...
+    def new_latency_metric(self, name: str) -> HistogramMetric:
+        """The ``workqueue_queue_duration_seconds`` histogram of the queue called ``name``."""
 
-    def new_work_duration_metric(self, name: str) -> HistogramMetric: ...
+    def new_work_duration_metric(self, name: str) -> HistogramMetric:
+        """The ``workqueue_work_duration_seconds`` histogram of the queue called ``name``."""
 
-    def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric: ...
+    def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """The ``workqueue_unfinished_work_seconds`` gauge of the queue called ``name``."""
 
-    def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric: ...
+    def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """The ``workqueue_longest_running_processor_seconds`` gauge of the queue
+        called ``name``."""
 
-    def new_retries_metric(self, name: str) -> CounterMetric: ...
+    def new_retries_metric(self, name: str) -> CounterMetric:
+        """The ``workqueue_retries_total`` counter of the queue called ``name``."""
 
 
 class _NoopMetric:
@@ -134,24 +164,31 @@ class NoopMetricsProvider:
     __slots__ = ()
 
     def new_depth_metric(self, name: str) -> GaugeMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_adds_metric(self, name: str) -> CounterMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_latency_metric(self, name: str) -> HistogramMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_work_duration_metric(self, name: str) -> HistogramMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def new_retries_metric(self, name: str) -> CounterMetric:
+        """A metric that records nothing."""
         return _NOOP
 
     def __repr__(self) -> str:
@@ -172,18 +209,22 @@ class InMemoryMetric:
         self._lock = threading.Lock()
 
     def inc(self) -> None:
+        """Add one to ``value``."""
         with self._lock:
             self.value += 1
 
     def dec(self) -> None:
+        """Subtract one from ``value``."""
         with self._lock:
             self.value -= 1
 
     def set(self, value: float) -> None:
+        """Set ``value``."""
         with self._lock:
             self.value = value
 
     def observe(self, value: float) -> None:
+        """Append ``value`` to ``observations``."""
         with self._lock:
             self.observations.append(value)
 
@@ -218,24 +259,38 @@ class InMemoryMetricsProvider:
             return found
 
     def new_depth_metric(self, name: str) -> GaugeMetric:
+        """The in-memory ``workqueue_depth`` gauge of the queue called ``name`` (the one
+        :meth:`get` returns)."""
         return self.get(DEPTH, name)
 
     def new_adds_metric(self, name: str) -> CounterMetric:
+        """The in-memory ``workqueue_adds_total`` counter of the queue called ``name`` (the one
+        :meth:`get` returns)."""
         return self.get(ADDS, name)
 
     def new_latency_metric(self, name: str) -> HistogramMetric:
+        """The in-memory ``workqueue_queue_duration_seconds`` histogram of the queue called
+        ``name`` (the one :meth:`get` returns)."""
         return self.get(QUEUE_DURATION, name)
 
     def new_work_duration_metric(self, name: str) -> HistogramMetric:
+        """The in-memory ``workqueue_work_duration_seconds`` histogram of the queue called ``name``
+        (the one :meth:`get` returns)."""
         return self.get(WORK_DURATION, name)
 
     def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """The in-memory ``workqueue_unfinished_work_seconds`` gauge of the queue called ``name``
+        (the one :meth:`get` returns)."""
         return self.get(UNFINISHED_WORK, name)
 
     def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """The in-memory ``workqueue_longest_running_processor_seconds`` gauge of the queue called
+        ``name`` (the one :meth:`get` returns)."""
         return self.get(LONGEST_RUNNING_PROCESSOR, name)
 
     def new_retries_metric(self, name: str) -> CounterMetric:
+        """The in-memory ``workqueue_retries_total`` counter of the queue called ``name`` (the one
+        :meth:`get` returns)."""
         return self.get(RETRIES, name)
 
     def __repr__(self) -> str:

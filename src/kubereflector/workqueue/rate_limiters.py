@@ -67,10 +67,13 @@ class _PerItemFailures(Generic[T]):
             return before
 
     def forget(self, item: T) -> None:
+        """Forget ``item``'s failures: its next requeue waits the shortest delay again.
+        Thread-safe."""
         with self._lock:
             self._failures.pop(item, None)
 
     def num_requeues(self, item: T) -> int:
+        """How many times ``item`` was requeued since it was last forgotten. Thread-safe."""
         with self._lock:
             return self._failures.get(item, 0)
 
@@ -95,6 +98,8 @@ class ItemExponentialFailureRateLimiter(_PerItemFailures[T]):
         self.max_delay = max_delay
 
     def when(self, item: T) -> float:
+        """``base_delay * 2**n`` for the ``n``-th requeue of ``item`` since it was forgotten
+        (from 0), capped at ``max_delay``; counts this requeue. Thread-safe."""
         exponent = self._fail(item)
         if exponent >= 1024:  # 2.0**1024 overflows a float
             return self.max_delay
@@ -126,6 +131,8 @@ class ItemFastSlowRateLimiter(_PerItemFailures[T]):
         self.max_fast_attempts = max_fast_attempts
 
     def when(self, item: T) -> float:
+        """``fast_delay`` for the first ``max_fast_attempts`` requeues of ``item``,
+        ``slow_delay`` after; counts this requeue. Thread-safe."""
         attempt = self._fail(item) + 1
         return self.fast_delay if attempt <= self.max_fast_attempts else self.slow_delay
 
@@ -161,6 +168,8 @@ class BucketRateLimiter:
         self._last: float | None = None
 
     def when(self, item: object) -> float:
+        """Take a token: 0 while the bucket has one, else the seconds until the token taken on
+        credit is refilled (whatever ``item``). Thread-safe."""
         if math.isinf(self.qps):
             return 0.0
         with self._lock:
@@ -174,9 +183,11 @@ class BucketRateLimiter:
             return 0.0 if tokens >= 0 else -tokens / self.qps
 
     def forget(self, item: object) -> None:
+        """Nothing: the bucket keeps no per-item state."""
         pass
 
     def num_requeues(self, item: object) -> int:
+        """Always 0: the bucket keeps no per-item state."""
         return 0
 
     def __repr__(self) -> str:
@@ -196,13 +207,16 @@ class MaxOfRateLimiter(Generic[T]):
         self.limiters = limiters
 
     def when(self, item: T) -> float:
+        """The longest of the limiters' waits for ``item`` (each one counts the requeue)."""
         return max(limiter.when(item) for limiter in self.limiters)
 
     def forget(self, item: T) -> None:
+        """Forget ``item`` in every limiter."""
         for limiter in self.limiters:
             limiter.forget(item)
 
     def num_requeues(self, item: T) -> int:
+        """The largest of the limiters' counts for ``item``."""
         return max(limiter.num_requeues(item) for limiter in self.limiters)
 
     def __repr__(self) -> str:

@@ -1,63 +1,37 @@
-"""The README's examples run, so they cannot rot."""
+"""The code of the README and of the documentation site runs, so it cannot rot.
+
+Every Python block compiles (and passes ``mypy --strict``: tests/typecheck); the
+blocks below are also executed and their results checked. The programs that
+follow a cluster until Ctrl-C are run in tests/integration/test_doc_programs.py.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import re
-from pathlib import Path
-from typing import Any
 
 import pytest
 
+from doc_snippets import DOCUMENTS, README, snippet, snippets
 from kubereflector.testing import FakeClock
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _python_blocks() -> dict[str, str]:
-    """README python blocks by the heading they sit under."""
-    blocks: dict[str, str] = {}
-    heading = ""
-    for match in re.finditer(
-        r"^#{2,4} ([^\n]+)$|^```python\n(.*?)^```", README.read_text(), re.M | re.S
-    ):
-        if match.group(1):
-            heading = match.group(1).strip()
-        else:
-            blocks[heading] = match.group(2)
-    return blocks
-
-
-def _run(heading: str) -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": "readme_example"}
-    exec(compile(_python_blocks()[heading], f"README.md ({heading})", "exec"), namespace)
-    return namespace
 
 
 def test_every_python_block_compiles() -> None:
-    text = README.read_text()
-    blocks = re.findall(r"^```python\n(.*?)^```", text, re.M | re.S)
-    assert len(blocks) >= 5
-    for number, block in enumerate(blocks):
-        compile(block, f"README.md (python block {number})", "exec")
-
-
-def test_the_readme_has_the_examples() -> None:
-    assert set(_python_blocks()) >= {
-        "Writing to the cluster",
-        "The cache: Store and Indexer",
-        "The queues: DeltaFIFO and RealFIFO",
-        "The Reflector",
-    }
+    blocks = snippets()
+    assert len(blocks) >= 15
+    documents = {s.document for s in blocks}
+    assert README in documents
+    assert len(documents & set(DOCUMENTS[1:])) >= 8  # the docs pages, not only the README
+    for block in blocks:
+        compile(block.code, block.name, "exec")
 
 
 def test_store_and_indexer_example() -> None:
-    namespace = _run("The cache: Store and Indexer")
+    namespace = snippet("docs/building-blocks.md", "The cache: Store and Indexer").execute()
     assert len(namespace["pods"].list()) == 2
 
 
 def test_delta_fifo_example() -> None:
-    namespace = _run("The queues: DeltaFIFO and RealFIFO")
+    namespace = snippet("docs/building-blocks.md", "The queues: DeltaFIFO and RealFIFO").execute()
     assert len(namespace["seen"]) == 4
 
 
@@ -65,7 +39,7 @@ def test_delta_fifo_example() -> None:
 async def test_reflector_example_prints_pod_names_every_period(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    namespace = _run("The Reflector")
+    namespace = snippet("docs/building-blocks.md", "The Reflector").execute()
     source = namespace["source"]
     clock = FakeClock()
     task = asyncio.create_task(namespace["print_pod_names"](source, clock=clock, rounds=2))
@@ -80,17 +54,11 @@ async def test_reflector_example_prints_pod_names_every_period(
 
 
 @pytest.mark.asyncio
-async def test_testing_your_own_controller_example() -> None:
-    namespace = _run("Testing your own controller")
-    await namespace["test_a_missed_delete_reaches_the_handler_as_a_tombstone"]()
-
-
-@pytest.mark.asyncio
 async def test_writing_to_the_cluster_example() -> None:
     from kubereflector.client import Client, load_config
     from kubereflector.testing import ApiServerEmulator
 
-    namespace = _run("Writing to the cluster")
+    namespace = snippet("docs/how-to/writes.md", "Write to the cluster").execute()
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -116,7 +84,7 @@ def test_reflector_options_example() -> None:
     from kubereflector import ReflectorOptions
     from kubereflector.client import ClientConfig
 
-    factory = _run("Tuning recovery: ReflectorOptions")["tuned_factory"](
+    factory = snippet("docs/how-to/recovery.md", "Tune recovery").execute()["tuned_factory"](
         ClientConfig(server="https://kube.example:6443")
     )
     try:
@@ -127,7 +95,21 @@ def test_reflector_options_example() -> None:
 
 
 def test_work_queue_example() -> None:
-    namespace = _run("Controllers: the work queue")
+    namespace = snippet(
+        "docs/how-to/controller.md", "By hand: an informer, a work queue and workers"
+    ).execute()
     queue = namespace["queue"]
     assert len(queue) == 0
     queue.done(namespace["key"])
+
+
+def test_transform_examples() -> None:
+    from kubereflector import DeletedFinalStateUnknown
+
+    only_scheduling = snippet("docs/how-to/memory.md", "Keep only what you read").execute()[
+        "only_scheduling"
+    ]
+    pod = {"metadata": {"name": "a"}, "spec": {"nodeName": "n1", "containers": [{}]}}
+    assert only_scheduling(pod) == {"metadata": {"name": "a"}, "spec": {"nodeName": "n1"}}
+    tombstone = DeletedFinalStateUnknown("default/a", pod)
+    assert only_scheduling(tombstone) is tombstone

@@ -1,0 +1,120 @@
+"""``kubereflector.run``: a program stopped by Ctrl-C or SIGTERM cleans up and exits
+quietly. Each case is a small program in a subprocess (signals go to a process);
+the test waits on its output, never on the clock."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import textwrap
+
+import pytest
+
+from kubereflector import run
+
+WAIT = 20.0
+"""Upper bound (seconds) on any wait for the subprocess; never reached when things work."""
+
+FOLLOWER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from kubereflector import run
+
+    async def main() -> str:
+        try:
+            print("following", flush=True)
+            await asyncio.Event().wait()
+            return "never"
+        finally:
+            print("cleaned up", flush=True)
+            if "--slow-clean-up" in sys.argv:
+                print("cleaning up slowly", flush=True)
+                await asyncio.Event().wait()
+
+    print("run returned", run(main()), flush=True)
+    """
+)
+
+
+async def start(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        FOLLOWER,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def read_line(proc: asyncio.subprocess.Process) -> str:
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), WAIT)
+    assert line, "the program ended early"
+    return line.decode().rstrip("\n")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+async def test_a_signal_cancels_main_which_cleans_up_and_the_program_exits_0(
+    sig: signal.Signals,
+) -> None:
+    proc = await start()
+    try:
+        assert await read_line(proc) == "following"
+        proc.send_signal(sig)
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert stderr.decode() == ""
+    assert stdout.decode().splitlines() == ["cleaned up", "run returned None"]
+    assert proc.returncode == 0
+
+
+@pytest.mark.asyncio
+async def test_a_second_ctrl_c_interrupts_a_clean_up_that_hangs() -> None:
+    proc = await start("--slow-clean-up")
+    try:
+        assert await read_line(proc) == "following"
+        proc.send_signal(signal.SIGINT)
+        assert await read_line(proc) == "cleaned up"
+        assert await read_line(proc) == "cleaning up slowly"
+        proc.send_signal(signal.SIGINT)
+        await asyncio.wait_for(proc.wait(), WAIT)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None  # it ended, rather than hanging on
+
+
+def test_the_result_of_main_is_returned() -> None:
+    async def main() -> int:
+        await asyncio.sleep(0)
+        return 42
+
+    assert run(main()) == 42
+
+
+def test_what_main_raises_propagates() -> None:
+    async def main() -> None:
+        raise LookupError("from main")
+
+    with pytest.raises(LookupError, match="from main"):
+        run(main())
+
+
+@pytest.mark.asyncio
+async def test_refused_on_a_running_loop_and_for_a_non_coroutine() -> None:
+    async def main() -> None:
+        pass
+
+    coro = main()
+    with pytest.raises(RuntimeError, match="await the program instead"):
+        run(coro)
+    assert coro.cr_frame is None  # closed: no "never awaited" warning
+    with pytest.raises(TypeError, match="needs a coroutine, got function"):
+        run(main)  # type: ignore[arg-type]
