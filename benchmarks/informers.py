@@ -1293,7 +1293,10 @@ def print_tables(r: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
                 f"{sec('relist-kubereflector-compact' + suffix) / sec('relist-bare'):.2f}",
             ]
         )
-    print("Summary (times: bare / ours, so higher is better; rates and memory: ours / bare):\n")
+    print(
+        "Summary (sync times: bare / ours, higher is better; relist times: ours / bare, as "
+        "the target reads, lower is better; rates and memory: ours / bare):\n"
+    )
     _table(
         [
             "measure",

@@ -160,6 +160,7 @@ class ReadOnlyDict(Mapping[str, Any]):
         _read_only("this mapping")
 
     def _write(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Raises :class:`ReadOnlyObjectError`: the mapping is read-only (use :meth:`to_dict`)."""
         _read_only("this mapping")
 
     pop = popitem = clear = update = setdefault = __ior__ = _write
@@ -215,6 +216,7 @@ class ReadOnlyList(Sequence[Any]):
         _read_only("this list", "to_list")
 
     def _write(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Raises :class:`ReadOnlyObjectError`: the list is read-only (use :meth:`to_list`)."""
         _read_only("this list", "to_list")
 
     append = extend = insert = remove = pop = clear = sort = reverse = __iadd__ = _write
@@ -242,18 +244,22 @@ class _MappingMixin:
         raise NotImplementedError
 
     def get(self, key: str, default: Any = None) -> Any:
+        """``self[key]``, or ``default`` when there is no ``key``."""
         try:
             return self[key]
         except KeyError:
             return default
 
     def keys(self) -> KeysView[str]:
+        """The keys present, in JSON order (as ``dict.keys``)."""
         return KeysView(self)  # type: ignore[arg-type]
 
     def items(self) -> ItemsView[str, Any]:
+        """``(key, self[key])`` pairs (as ``dict.items``; raw parts decoded as read)."""
         return ItemsView(self)  # type: ignore[arg-type]
 
     def values(self) -> ValuesView[Any]:
+        """``self[key]`` for each key (as ``dict.values``; raw parts decoded as read)."""
         return ValuesView(self)  # type: ignore[arg-type]
 
     def __setitem__(self, key: str, value: Any) -> NoReturn:
@@ -263,6 +269,7 @@ class _MappingMixin:
         _read_only(self._what())
 
     def _write(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Raises :class:`ReadOnlyObjectError`: the object is read-only (use ``to_dict()``)."""
         _read_only(self._what())
 
     pop = popitem = clear = update = setdefault = __ior__ = _write
