@@ -569,7 +569,7 @@ class Controller(Generic[Item]):
         ends at the replace; see :mod:`kubereflector._gc`); a queue that took
         nothing (an empty initial list in a per-object queue) syncs at once."""
         if not self._deferring and not _is_drained(self._queue):
-            self._gc_window.enter_context(defer_full_collections())
+            self._gc_window.enter_context(defer_full_collections(sync=True))
             self._deferring = True
         self._check_synced()
 

@@ -370,10 +370,10 @@ class Reflector:
         """A full list into the store with one ``replace``.
 
         The whole of it (every page, the decoding, the ``replace``) runs in a
-        :func:`~kubereflector._gc.defer_full_collections` window: no full
+        :func:`~kubereflector._gc.defer_full_collections` sync window: no full
         collection of the garbage collector while the new objects pile up.
         """
-        with defer_full_collections():
+        with defer_full_collections(sync=True):
             await self._list_in_window()
 
     async def _list_in_window(self) -> None:
@@ -562,7 +562,7 @@ class Reflector:
         gathered in a temporary store that replaces the real one in one step at
         the initial-events-end bookmark; the same stream then goes on. Those
         initial events run in a :func:`~kubereflector._gc.defer_full_collections`
-        window, closed at that bookmark or when the stream ends.
+        sync window, closed at that bookmark or when the stream ends.
         """
         store = self._store
         initial: Cache | None = None
@@ -573,7 +573,7 @@ class Reflector:
             transformer = candidate if callable(candidate) else None
         with contextlib.ExitStack() as gc_window:
             if initial is not None:
-                gc_window.enter_context(defer_full_collections())
+                gc_window.enter_context(defer_full_collections(sync=True))
             return await self._apply_events(options, synced, initial, transformer, gc_window)
 
     async def _apply_events(

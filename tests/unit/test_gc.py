@@ -32,7 +32,12 @@ from kubereflector import (
     _gc,
     wait_for_cache_sync,
 )
-from kubereflector._gc import FULL_THRESHOLD_FACTOR, defer_full_collections, is_effective
+from kubereflector._gc import (
+    FULL_THRESHOLD_FACTOR,
+    SYNC_MIDDLE_THRESHOLD,
+    defer_full_collections,
+    is_effective,
+)
 from kubereflector.testing import FakeClock, settle
 
 needs_generational_gc = pytest.mark.skipif(
@@ -54,6 +59,14 @@ def restore_gc_state() -> Iterator[None]:
 
 def raised() -> tuple[int, int, int]:
     return (700, 10, 10 * FULL_THRESHOLD_FACTOR)
+
+
+def sync_raised() -> tuple[int, int, int]:
+    """A sync window's thresholds: the middle generation in batches of
+    SYNC_MIDDLE_THRESHOLD, the oldest raised so that a full collection still comes
+    after as many young collections as in a plain window."""
+    middle = SYNC_MIDDLE_THRESHOLD
+    return (700, middle, -(-10 * FULL_THRESHOLD_FACTOR * 10 // middle))
 
 
 # -- the window itself ---------------------------------------------------------------
@@ -133,9 +146,99 @@ def test_thresholds_someone_else_set_during_a_window_are_kept() -> None:
 
 
 @needs_generational_gc
+def test_a_sync_window_collects_the_middle_generation_in_smaller_batches() -> None:
+    with defer_full_collections(sync=True):
+        young, middle, old = gc.get_threshold()
+        assert (young, middle) == (700, SYNC_MIDDLE_THRESHOLD)
+        assert middle < 10
+        # As many young collections before a full one as in a plain window.
+        assert middle * old >= 10 * raised()[2] > middle * (old - 1)
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+@needs_generational_gc
+def test_plain_and_sync_windows_nest_in_any_order_and_restore_once() -> None:
+    with defer_full_collections():
+        assert gc.get_threshold() == raised()
+        with defer_full_collections(sync=True):
+            assert gc.get_threshold() == sync_raised()
+            with defer_full_collections():
+                assert gc.get_threshold() == sync_raised()  # a sync is still under way
+            assert gc.get_threshold() == sync_raised()
+        assert gc.get_threshold() == raised()  # the sync ended, the plain window holds
+    assert gc.get_threshold() == (700, 10, 10)
+    with defer_full_collections(sync=True):
+        with defer_full_collections():
+            assert gc.get_threshold() == sync_raised()
+        assert gc.get_threshold() == sync_raised()
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+@needs_generational_gc
+def test_sync_windows_of_several_threads_overlap_and_restore_after_the_last() -> None:
+    opened = threading.Event()
+    release = threading.Event()
+
+    def other_thread() -> None:
+        with defer_full_collections(sync=True):
+            opened.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    try:
+        assert opened.wait(10)
+        with defer_full_collections(sync=True):
+            assert gc.get_threshold() == sync_raised()
+            release.set()
+            thread.join(10)
+            assert gc.get_threshold() == sync_raised()  # this sync still runs
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        release.set()
+        thread.join(10)
+
+
+@needs_generational_gc
+def test_a_sync_window_restores_the_thresholds_after_an_exception() -> None:
+    seen = []
+
+    def fails_inside() -> None:
+        with defer_full_collections(), defer_full_collections(sync=True):
+            seen.append(gc.get_threshold())
+            raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        fails_inside()
+    assert seen == [sync_raised()]
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+@needs_generational_gc
+def test_a_sync_window_keeps_an_application_s_lower_middle_threshold() -> None:
+    gc.set_threshold(700, 2, 10)
+    with defer_full_collections(sync=True):
+        assert gc.get_threshold() == (700, 2, 10 * FULL_THRESHOLD_FACTOR)
+    assert gc.get_threshold() == (700, 2, 10)
+
+
+@needs_generational_gc
+def test_thresholds_the_application_sets_during_windows_are_left_alone_until_the_end() -> None:
+    with defer_full_collections():
+        gc.set_threshold(1000, 20, 30)  # the application's decision, mid-window
+        with defer_full_collections(sync=True):
+            assert gc.get_threshold() == (1000, 20, 30)  # not overridden by a later window
+        assert gc.get_threshold() == (1000, 20, 30)
+    assert gc.get_threshold() == (1000, 20, 30)
+    with defer_full_collections():  # the next window starts from the application's
+        assert gc.get_threshold() == (1000, 20, 30 * FULL_THRESHOLD_FACTOR)
+    assert gc.get_threshold() == (1000, 20, 30)
+
+
+@needs_generational_gc
 def test_automatic_collection_switched_off_by_threshold_zero_stays_off() -> None:
     gc.set_threshold(0, 10, 10)
-    with defer_full_collections():
+    with defer_full_collections(), defer_full_collections(sync=True):
         assert gc.get_threshold() == (0, 10, 10)
     assert gc.get_threshold() == (0, 10, 10)
 
@@ -238,8 +341,8 @@ async def test_a_paged_list_and_its_replace_run_in_a_window_and_the_watch_does_n
     lw.watches.append([WatchEvent("MODIFIED", pod("a", "6")), BLOCK])
     reflector, store, errors = make(lw, use_watch_list=False)
     async with running(reflector):
-        assert lw.list_thresholds == [raised(), raised()]
-        assert store.seen == [("replace", raised()), ("update", (700, 10, 10))]
+        assert lw.list_thresholds == [sync_raised(), sync_raised()]
+        assert store.seen == [("replace", sync_raised()), ("update", (700, 10, 10))]
         assert gc.get_threshold() == (700, 10, 10)
     assert errors == []
 
@@ -255,11 +358,11 @@ async def test_a_failed_or_cancelled_list_closes_its_window() -> None:
     assert isinstance(clock, FakeClock)
     async with running(reflector):
         assert [type(e) for e in errors] == [ApiError]
-        assert lw.list_thresholds == [raised()]
+        assert lw.list_thresholds == [sync_raised()]
         assert gc.get_threshold() == (700, 10, 10)  # backing off: no window
         await clock.advance(1.0)
-        assert lw.list_thresholds == [raised(), raised()]
-        assert gc.get_threshold() == raised()  # the hanging retry holds its window
+        assert lw.list_thresholds == [sync_raised(), sync_raised()]
+        assert gc.get_threshold() == sync_raised()  # the hanging retry holds its window
     assert gc.get_threshold() == (700, 10, 10)
 
 
@@ -278,7 +381,7 @@ async def test_a_watch_list_window_ends_at_the_initial_events_end_bookmark() -> 
     )
     reflector, store, errors = make(lw, use_watch_list=True)
     async with running(reflector):
-        assert store.seen == [("replace", raised()), ("update", (700, 10, 10))]
+        assert store.seen == [("replace", sync_raised()), ("update", (700, 10, 10))]
         assert sorted(store.list_keys()) == ["default/a", "default/b"]
         assert gc.get_threshold() == (700, 10, 10)
     assert errors == []
@@ -293,11 +396,11 @@ async def test_a_watch_list_cut_before_its_bookmark_closes_its_window() -> None:
     lw.watches.append([BLOCK])  # the retry: a watch-list that stays silent
     reflector, _store, _errors = make(lw, use_watch_list=True)
     async with running(reflector):
-        assert gc.get_threshold() == raised()  # initial events are flowing
+        assert gc.get_threshold() == sync_raised()  # initial events are flowing
         gate.set()
         await settle()
         # The retry's watch-list is open and silent: a new window, the old one closed.
-        assert gc.get_threshold() == raised()
+        assert gc.get_threshold() == sync_raised()
         assert _gc._depth == 1
     assert gc.get_threshold() == (700, 10, 10)  # cancelled: closed too
 
