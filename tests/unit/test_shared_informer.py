@@ -15,10 +15,11 @@ import contextlib
 import logging
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
+from running_task import running
 
 from kubereflector import (
     NAMESPACE_INDEX,
@@ -153,18 +154,6 @@ def setup(
         source.add(pod(name))
     informer = SharedIndexInformer(source, clock=clock, **kwargs)
     return informer, source, clock
-
-
-@contextlib.asynccontextmanager
-async def running(informer: SharedIndexInformer) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(informer.run())
-    await settle()
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 # -- notifications ------------------------------------------------------------------------
