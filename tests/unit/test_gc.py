@@ -83,17 +83,18 @@ def test_a_window_defers_only_full_collections_and_restores_the_thresholds() -> 
 
 
 @needs_generational_gc
-def test_the_thresholds_come_back_after_an_exception() -> None:
+@pytest.mark.parametrize("sync", [False, True])
+def test_the_thresholds_come_back_after_an_exception(sync: bool) -> None:
     seen = []
 
     def fails_inside() -> None:
-        with defer_full_collections():
+        with defer_full_collections(), defer_full_collections(sync=sync):
             seen.append(gc.get_threshold())
             raise KeyError("boom")
 
     with pytest.raises(KeyError):
         fails_inside()
-    assert seen == [raised()]
+    assert seen == [sync_raised() if sync else raised()]
     assert gc.get_threshold() == (700, 10, 10)
 
 
@@ -197,21 +198,6 @@ def test_sync_windows_of_several_threads_overlap_and_restore_after_the_last() ->
     finally:
         release.set()
         thread.join(10)
-
-
-@needs_generational_gc
-def test_a_sync_window_restores_the_thresholds_after_an_exception() -> None:
-    seen = []
-
-    def fails_inside() -> None:
-        with defer_full_collections(), defer_full_collections(sync=True):
-            seen.append(gc.get_threshold())
-            raise KeyError("boom")
-
-    with pytest.raises(KeyError):
-        fails_inside()
-    assert seen == [sync_raised()]
-    assert gc.get_threshold() == (700, 10, 10)
 
 
 @needs_generational_gc
