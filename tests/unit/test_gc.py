@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from running_task import running
 from scripted_lw import BLOCK, ScriptedListerWatcher, bookmark, pod
 
 from kubereflector import (
@@ -304,18 +305,6 @@ def make(
         options=ReflectorOptions(idle_timeout=None, use_watch_list=use_watch_list),
     )
     return reflector, store, errors
-
-
-@contextlib.asynccontextmanager
-async def running(reflector: Reflector) -> AsyncIterator[None]:
-    task = asyncio.create_task(reflector.run())
-    await settle()
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @needs_generational_gc
