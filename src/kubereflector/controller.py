@@ -714,6 +714,7 @@ def _informer(
     expected_kind: str | None,
     transform: TransformFunc | None,
     clock: Clock | None,
+    reflector_options: ReflectorOptions | None,
 ) -> Controller[Deltas[T]]:
     return _InformerController(
         RealFIFO(transformer=transform, atomic=True),
@@ -721,6 +722,7 @@ def _informer(
         expected_kind=expected_kind,
         full_resync_period=resync_period,
         clock=clock,
+        reflector_options=reflector_options,
         handler=handler,
         store=store,
     )
@@ -734,6 +736,7 @@ def new_informer(
     expected_kind: str | None = None,
     transform: TransformFunc | None = None,
     clock: Clock | None = None,
+    reflector_options: ReflectorOptions | None = None,
 ) -> tuple[Store[T], Controller[Deltas[T]]]:
     """A cache kept in step with ``lister_watcher``, and the Controller that
     fills it and tells ``handler`` (client-go's ``NewInformer``). The store holds
@@ -745,11 +748,20 @@ def new_informer(
     object as it enters the queue (see :data:`~kubereflector.TransformFunc`).
     The handler gets its notifications in order, through a buffer of its own,
     on a worker thread (plain methods) or the event loop (coroutine methods).
+    ``reflector_options`` (a :class:`~kubereflector.ReflectorOptions`) tune
+    listing, watching and recovery, as for a :class:`~kubereflector.SharedIndexInformer`.
     Start it with ``await controller.run()``.
     """
     store: Cache[T] = Cache(deletion_handling_meta_namespace_key_func)
     controller = _informer(
-        lister_watcher, handler, store, resync_period, expected_kind, transform, clock
+        lister_watcher,
+        handler,
+        store,
+        resync_period,
+        expected_kind,
+        transform,
+        clock,
+        reflector_options,
     )
     return store, controller
 
@@ -763,11 +775,19 @@ def new_indexer_informer(
     expected_kind: str | None = None,
     transform: TransformFunc | None = None,
     clock: Clock | None = None,
+    reflector_options: ReflectorOptions | None = None,
 ) -> tuple[Indexer[T], Controller[Deltas[T]]]:
     """Like :func:`new_informer`, with an Indexer holding ``indexers``
     (client-go's ``NewIndexerInformer``)."""
     indexer = Cache(deletion_handling_meta_namespace_key_func, indexers)
     controller = _informer(
-        lister_watcher, handler, indexer, resync_period, expected_kind, transform, clock
+        lister_watcher,
+        handler,
+        indexer,
+        resync_period,
+        expected_kind,
+        transform,
+        clock,
+        reflector_options,
     )
     return indexer, controller

@@ -30,6 +30,7 @@ from kubereflector import (
     ResourceEventHandler,
     ResourceEventHandlerDetailedFuncs,
     ResourceEventHandlerFuncs,
+    WatchStream,
     meta_namespace_index_func,
     new_indexer_informer,
     new_informer,
@@ -519,3 +520,41 @@ async def test_a_handler_may_mix_plain_and_coroutine_methods_in_one_ordered_stre
         ("add", "default/b", False),
         ("delete", "default/a", False),
     ]
+
+
+class RecordingLists:
+    """FakeControllerSource's ListerWatcher, recording the options of each list."""
+
+    def __init__(self, source: FakeControllerSource) -> None:
+        self.source = source
+        self.lists: list[ListOptions] = []
+
+    async def list(self, options: ListOptions) -> ListResult:
+        self.lists.append(options)
+        return await self.source.list(options)
+
+    def watch(self, options: ListOptions) -> WatchStream:
+        return self.source.watch(options)
+
+
+@pytest.mark.parametrize("constructor", ["new_informer", "new_indexer_informer"])
+async def test_new_informers_list_and_watch_with_the_reflector_options_given(
+    constructor: str,
+) -> None:
+    clock = FakeClock()
+    source = FakeControllerSource(clock=clock)
+    for name in "abc":
+        source.add(pod(name))
+    lw = RecordingLists(source)
+    options = ReflectorOptions(use_watch_list=False, page_size=2, idle_timeout=None)
+    if constructor == "new_informer":
+        store, controller = new_informer(lw, Recorder(), clock=clock, reflector_options=options)
+    else:
+        store, controller = new_indexer_informer(
+            lw, Recorder(), {}, clock=clock, reflector_options=options
+        )
+    assert controller.reflector.options is options
+    async with running(controller):
+        assert controller.has_synced()
+        assert sorted(store.list_keys()) == ["default/a", "default/b", "default/c"]
+    assert [o.limit for o in lw.lists] == [2, 2]  # two pages of at most 2
