@@ -57,17 +57,23 @@ def run(main: Coroutine[Any, Any, T], *, debug: bool | None = None) -> T | None:
     else:
         main.close()
         raise RuntimeError("run() starts an event loop: in a coroutine, await the program instead")
+    received: list[signal.Signals] = []
     try:
-        return asyncio.run(_until_signalled(main), debug=debug)
+        return asyncio.run(_until_signalled(main, received), debug=debug)
     except KeyboardInterrupt:
-        return None  # no loop signal handler here (see above), or a second Ctrl-C
+        if received:
+            raise  # a second Ctrl-C, which interrupted the clean-up: not a quiet stop
+        return None  # no loop signal handler here (see above)
 
 
-async def _until_signalled(main: Coroutine[Any, Any, T]) -> T | None:
+async def _until_signalled(
+    main: Coroutine[Any, Any, T], received: list[signal.Signals]
+) -> T | None:
+    """Await ``main``; the first stop signal cancels it (and is appended to
+    ``received``), after which signals act as usual again."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
-    received: list[signal.Signals] = []
     installed: list[signal.Signals] = []
 
     def on_signal(sig: signal.Signals) -> None:

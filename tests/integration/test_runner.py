@@ -83,12 +83,16 @@ async def test_a_second_ctrl_c_interrupts_a_clean_up_that_hangs() -> None:
         assert await read_line(proc) == "cleaned up"
         assert await read_line(proc) == "cleaning up slowly"
         proc.send_signal(signal.SIGINT)
-        await asyncio.wait_for(proc.wait(), WAIT)
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-    assert proc.returncode is not None  # it ended, rather than hanging on
+    # An interrupted clean-up is no quiet stop: KeyboardInterrupt ends the process
+    # as it would without run() (killed by SIGINT: status 130 in a shell).
+    assert proc.returncode == -signal.SIGINT
+    assert "run returned" not in stdout.decode()
+    assert "KeyboardInterrupt" in stderr.decode()
 
 
 def test_the_result_of_main_is_returned() -> None:
