@@ -7,6 +7,7 @@ the same behaviours are then checked through ``Client.watch`` over HTTP.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
 from typing import Any, TypeVar
@@ -116,6 +117,26 @@ def reader(chunks: Iterable[bytes]) -> Callable[[], Awaitable[bytes]]:
     return read
 
 
+@contextlib.asynccontextmanager
+async def loop_turns() -> AsyncIterator[list[int]]:
+    """A one-element list counting the turns of the event loop while inside."""
+    turns = [0]
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        while not stop.is_set():
+            turns[0] += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    try:
+        yield turns
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 5)
+
+
 def as_events(events: Iterable[dict[str, Any]]) -> list[WatchEvent]:
     return [WatchEvent(e["type"], e["object"]) for e in events]
 
@@ -208,22 +229,10 @@ async def test_many_small_events_in_one_chunk_do_not_hold_the_loop() -> None:
     events = [event("ADDED", f"pod-{i}") for i in range(20_000)]
     data = encode(events)
     assert len(data) > 4 * YIELD_COST
-    ticks = 0
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0)
-    start = ticks
-    got = await decode([data])  # the consumer itself never awaits anything
-    during = ticks - start
-    stop.set()
-    await asyncio.wait_for(task, 5)
+    async with loop_turns() as turns:
+        start = turns[0]
+        got = await decode([data])  # the consumer itself never awaits anything
+        during = turns[0] - start
     assert got == as_events(events)
     assert during >= len(data) // YIELD_COST
 
@@ -232,15 +241,7 @@ async def test_many_small_events_in_one_chunk_do_not_hold_the_loop() -> None:
 async def test_a_turn_mark_comes_before_each_turn_of_the_loop_and_each_read() -> None:
     events = [event("ADDED", f"pod-{i}") for i in range(5_000)]
     data = encode(events)
-    ticks = 0
     reads = 0
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-            await asyncio.sleep(0)
 
     def read_counted(chunks: list[bytes]) -> Callable[[], Awaitable[bytes]]:
         read = reader(chunks)
@@ -252,24 +253,21 @@ async def test_a_turn_mark_comes_before_each_turn_of_the_loop_and_each_read() ->
 
         return counted
 
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0)
     got: list[WatchEvent] = []
     marks: list[int] = []  # the reads made before each mark
     previous: tuple[int, int] | None = None  # (ticks, reads) at the last event
     half = len(data) // 2
     stream = decode_watch_stream(read_counted([data[:half], data[half:]]), URL)
-    async for item in stream.with_turn_marks():
-        if item is None:
-            marks.append(reads)
-            previous = None
-            continue
-        if previous is not None:  # no turn of the loop and no read between two events
-            assert (ticks, reads) == previous
-        previous = (ticks, reads)
-        got.append(item)
-    stop.set()
-    await asyncio.wait_for(task, 5)
+    async with loop_turns() as turns:
+        async for item in stream.with_turn_marks():
+            if item is None:
+                marks.append(reads)
+                previous = None
+                continue
+            if previous is not None:  # no turn of the loop and no read between two events
+                assert (turns[0], reads) == previous
+            previous = (turns[0], reads)
+            got.append(item)
     assert got == as_events(events)
     assert len(marks) >= len(data) // YIELD_COST
     assert marks.count(1) > 1  # marks within the first chunk too, not only before reads
