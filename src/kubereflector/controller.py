@@ -34,7 +34,7 @@ from .keys import DeletedFinalStateUnknown, T, T_contra, deletion_handling_meta_
 from .listwatch import ListerWatcher
 from .queue import Item, PopProcessFunc, Queue, QueueClosed
 from .reflector import Reflector, ReflectorOptions, WatchErrorHandler
-from .store import Cache, Indexer, IndexFunc, Store
+from .store import Cache, Indexer, IndexFunc, Store, WatchChange, _apply_one_by_one
 
 __all__ = [
     "AlreadyStartedError",
@@ -50,6 +50,13 @@ __all__ = [
 logger = logging.getLogger("kubereflector.controller")
 
 _YIELD_EVERY: Final = 128
+
+_DELTA_TYPES: Final = {
+    "ADDED": DeltaType.ADDED,
+    "MODIFIED": DeltaType.UPDATED,
+    "DELETED": DeltaType.DELETED,
+}
+"""The delta a watch event's change is queued as."""
 """Items popped in a row without waiting after which the pop loop lets other tasks run."""
 
 
@@ -604,16 +611,18 @@ class _QueueWriter:
     * ``replace`` is followed by ``after_replace`` (an empty initial list syncs
       the queue with nothing to pop, so the pop loop alone would never notice).
     * With ``process_batch`` and a queue that offers ``process_or_queue``
-      (RealFIFO), a change that finds nothing queued ahead of it, once the
-      initial list is processed, is processed at once, in the Reflector's task,
-      instead of being queued for the pop loop: the same processing, in the same
-      order, on the same loop, minus the queue round trip and a task switch per
-      event (and the objects reach the cache while still young, which spares
-      the collector). A backlog is left to the pop loop.
-    * Without it, the writes are the queue's own bound methods.
+      (RealFIFO), the watch's changes come a batch at a time
+      (``apply_watch_changes``), and a batch that finds nothing queued ahead of
+      it, once the initial list is processed, is processed at once, in the
+      Reflector's task, instead of being queued for the pop loop: the same
+      processing, in the same order, on the same loop, minus the queue round
+      trip and a task switch per batch (and the objects reach the cache while
+      still young, which spares the collector). A backlog is left to the pop
+      loop.
+    * ``add``/``update``/``delete`` are the queue's own bound methods.
     """
 
-    __slots__ = ("_after_replace", "_queue", "add", "delete", "resync", "update")
+    __slots__ = ("_after_replace", "_fast", "_queue", "add", "delete", "resync", "update")
 
     def __init__(
         self,
@@ -624,19 +633,23 @@ class _QueueWriter:
         self._queue = queue
         self._after_replace = after_replace
         self.resync = queue.resync
+        self.add = queue.add
+        self.update = queue.update
+        self.delete = queue.delete
         process_or_queue = getattr(queue, "process_or_queue", None)
-        if process_batch is None or not callable(process_or_queue):
-            self.add = queue.add
-            self.update = queue.update
-            self.delete = queue.delete
-            return
-        self.add = functools.partial(process_or_queue, DeltaType.ADDED, process_batch=process_batch)
-        self.update = functools.partial(
-            process_or_queue, DeltaType.UPDATED, process_batch=process_batch
-        )
-        self.delete = functools.partial(
-            process_or_queue, DeltaType.DELETED, process_batch=process_batch
-        )
+        self._fast: Callable[[list[Any]], list[tuple[int, Exception]]] | None = None
+        if process_batch is not None and callable(process_or_queue):
+            self._fast = functools.partial(process_or_queue, process_batch=process_batch)
+
+    def apply_watch_changes(
+        self, changes: list[WatchChange]
+    ) -> list[tuple[WatchChange, Exception]]:
+        """See :class:`~kubereflector.WatchChangeWriter`."""
+        if self._fast is None:
+            return _apply_one_by_one(self, changes)
+        types = _DELTA_TYPES
+        failed = self._fast([(types[etype], obj) for etype, obj in changes])
+        return [(changes[i], err) for i, err in failed]
 
     @property
     def transformer(self) -> TransformFunc | None:

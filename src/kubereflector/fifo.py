@@ -259,26 +259,11 @@ class RealFIFO(BlockingQueue[Deltas[T]], Generic[T]):
         """Queue a Deleted delta for ``obj`` (always: RealFIFO drops nothing)."""
         self._queue_change(_DELETED, obj)
 
-    def _queue_change(
-        self,
-        delta_type: DeltaType,
-        obj: T | DeletedFinalStateUnknown[T],
-        process_batch: Callable[[Deltas[T], bool], object] | None = None,
-    ) -> None:
+    def _queue_change(self, delta_type: DeltaType, obj: T | DeletedFinalStateUnknown[T]) -> None:
         key = _object_key(self._key_func, obj)  # a keyless object never enters
         if self._transformer is not None and type(obj) is not DeletedFinalStateUnknown:
             obj = self._transformer(obj)
         with self._lock:
-            if (
-                process_batch is not None
-                and self._populated
-                and not self._items
-                and self._initial_count == 0
-            ):
-                # Nothing queued ahead and the initial list processed: this is the
-                # delta the next pop would take.
-                process_batch(Deltas((Delta(delta_type, obj),)), False)
-                return
             self._populated = True
             self._items.append(Delta(delta_type, obj))
             self._keys.append(key)
@@ -287,21 +272,51 @@ class RealFIFO(BlockingQueue[Deltas[T]], Generic[T]):
 
     def process_or_queue(
         self,
-        delta_type: DeltaType,
-        obj: T | DeletedFinalStateUnknown[T],
+        changes: list[tuple[DeltaType, T | DeletedFinalStateUnknown[T]]],
         process_batch: Callable[[Deltas[T], bool], object],
-    ) -> None:
-        """Queue a change as :meth:`add`/:meth:`update`/:meth:`delete` do (``delta_type``
-        says which), except when nothing is queued and the initial list has been
-        processed: then hand it at once to ``process_batch(deltas, False)``, with
-        the lock held, as the next :meth:`pop_batch` would (same order, same
-        checks and transformer), without the round trip through the queue.
+    ) -> list[tuple[int, Exception]]:
+        """Queue ``changes`` in order, each as :meth:`add`/:meth:`update`/:meth:`delete`
+        would (its :class:`DeltaType` says which), except when nothing is queued
+        and the initial list has been processed: then hand them at once to one
+        ``process_batch(deltas, False)`` call, with the lock held, as the next
+        :meth:`pop_batch` would (same order, same checks and transformer),
+        without the round trip through the queue.
 
-        For a consumer that writes and pops on the same event loop (the
-        informers); an exception from ``process_batch`` propagates and the
-        change is not queued.
+        A change whose object has no key, or that the transformer refuses, is
+        left out; returned: the index in ``changes`` and the error of each one
+        left out. For a consumer that writes and pops on the same event loop
+        (the informers); an exception from ``process_batch`` propagates and
+        nothing is queued.
         """
-        self._queue_change(delta_type, obj, process_batch)
+        key_func = self._key_func
+        transformer = self._transformer
+        deltas: list[Delta[T]] = []
+        keys: list[str] = []
+        failed: list[tuple[int, Exception]] = []
+        for i, (delta_type, obj) in enumerate(changes):
+            try:
+                key = _object_key(key_func, obj)  # a keyless object never enters
+                if transformer is not None and type(obj) is not DeletedFinalStateUnknown:
+                    obj = transformer(obj)
+            except Exception as err:
+                failed.append((i, err))
+                continue
+            deltas.append(Delta(delta_type, obj))
+            keys.append(key)
+        if not deltas:
+            return failed
+        with self._lock:
+            if self._populated and not self._items and self._initial_count == 0:
+                # Nothing queued ahead and the initial list processed: these are the
+                # deltas the next pop would take.
+                process_batch(Deltas(deltas), False)
+                return failed
+            self._populated = True
+            self._items.extend(deltas)
+            self._keys.extend(keys)
+            if self._waiters:
+                self._waiters.wake()
+        return failed
 
     def replace(self, items: list[T], resource_version: str = "") -> None:
         """Queue the outcome of a relist; see the class docstring for what is

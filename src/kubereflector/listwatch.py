@@ -124,7 +124,10 @@ class ListerWatcher(Protocol):
     def watch(self, options: ListOptions) -> WatchStream:
         """A :data:`WatchStream` of the events after ``options.resource_version``:
         entering opens it (errors as :meth:`list`), leaving closes it; an ``ERROR``
-        event carries the server's Status."""
+        event carries the server's Status. A stream that also has
+        ``with_turn_marks()`` (as the REST client's streams do: the events with a
+        ``None`` before each turn the decoder gives the event loop) lets a
+        Reflector write the events between two turns in one batch."""
 
 
 class ListWatch:

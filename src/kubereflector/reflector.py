@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import random
 import reprlib
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from . import _relist
 from ._gc import defer_full_collections
@@ -37,8 +38,23 @@ from .backoff import Backoff, Clock, RealClock
 from .compact import CompactMetadata, CompactObject, _compact_resource_version
 from .errors import ApiError, error_from_status
 from .keys import deletion_handling_meta_namespace_key_func, get_metadata
-from .listwatch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, ListerWatcher, ListOptions
-from .store import Cache, ReflectorStore, ResourceVersionUpdater
+from .listwatch import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    ERROR,
+    MODIFIED,
+    ListerWatcher,
+    ListOptions,
+    WatchEvent,
+)
+from .store import (
+    Cache,
+    ReflectorStore,
+    ResourceVersionUpdater,
+    WatchChange,
+    _apply_one_by_one,
+)
 
 __all__ = [
     "Reflector",
@@ -585,114 +601,160 @@ class Reflector:
         gc_window: contextlib.ExitStack,
     ) -> int:
         """The loop of :meth:`_consume`; ``gc_window`` is closed once a watch-list's
-        initial events have been handed to the store."""
+        initial events have been handed to the store.
+
+        The changes are written to the store a batch at a time: those that
+        arrived between two turns of the event loop, when the stream marks the
+        turns (``with_turn_marks``, as the REST client's streams do), else one
+        event at a time. A batch goes in one
+        :meth:`~kubereflector.WatchChangeWriter.apply_watch_changes` call when
+        the store has it; the resourceVersion is recorded after the batch.
+        Nothing is held back across an ``await``.
+        """
         store = self._store
-        target: Any = initial if initial is not None else store
-        updater = store if isinstance(store, ResourceVersionUpdater) else None
         initial_rv = ""
         expected_kind = self.expected_kind
         count = 0
-        async with self._lw.watch(options) as events:
-            async for event in events:
-                count += 1
-                self._events += 1
-                etype, obj = event
-                if etype == ERROR:
-                    if isinstance(obj, Mapping):
-                        raise error_from_status(obj)
-                    raise ApiError(
-                        500,
-                        "InternalError",
-                        f"a watch ERROR event of {self.source} carried a {type(obj).__name__} "
-                        "instead of a Status",
-                    )
-                if type(obj) is dict:
-                    meta = obj.get("metadata")
-                    kind = obj.get("kind")
-                elif type(obj) is CompactObject:
-                    meta = obj.get("metadata")
-                    kind = obj.kind
+        changes: list[WatchChange] = []
+        last_rv = ""
+
+        def flush() -> None:
+            """Write the batch, then record its last resourceVersion."""
+            nonlocal changes, last_rv, initial_rv
+            if changes:
+                write(changes)
+                changes = []
+            if last_rv:
+                if initial is not None:
+                    initial_rv = last_rv
                 else:
-                    meta = get_metadata(obj)
-                    kind = getattr(obj, "kind", None)
-                if meta is None:
-                    logger.error(
-                        "%s: %s event of %s for an object without metadata; skipped",
-                        self.name,
-                        etype,
-                        self.source,
-                    )
-                    continue
-                if expected_kind is not None and kind is not None and kind != expected_kind:
-                    logger.error(
-                        "%s: expected kind %s, but a %s event of %s carried a %r; skipped",
-                        self.name,
-                        expected_kind,
-                        etype,
-                        self.source,
-                        kind,
-                    )
-                    continue
-                if type(meta) is dict:
-                    rv = meta.get("resourceVersion")
-                elif type(meta) is CompactMetadata:
-                    rv = _compact_resource_version(meta)
-                else:
-                    rv = _resource_version(meta)
-                if type(rv) is not str:
-                    rv = self._recordable(rv, etype, change=initial is None and etype != BOOKMARK)
-                if etype == BOOKMARK:
-                    if initial is not None and _relist.is_initial_events_end(meta):
-                        final_rv = rv or initial_rv
-                        store.replace(initial.list(), final_rv)
-                        self._rv_unavailable = False
-                        self._lists += 1
-                        initial = None
-                        transformer = None
-                        target = store
-                        gc_window.close()
-                        synced.set()
-                        self._synced_to(final_rv)
-                        logger.debug(
-                            "%s: watch-list synced at resourceVersion %s", self.name, final_rv
-                        )
+                    self._last_sync_rv = last_rv
+                    if updater is not None:
+                        updater.update_resource_version(last_rv)
+                last_rv = ""
+
+        write = self._writer(initial if initial is not None else store)
+        updater = store if isinstance(store, ResourceVersionUpdater) else None
+        async with self._lw.watch(options) as stream:
+            with_turn_marks = getattr(stream, "with_turn_marks", None)
+            marked = callable(with_turn_marks)
+            events: AsyncIterator[WatchEvent | None] = (
+                with_turn_marks() if callable(with_turn_marks) else stream
+            )
+            try:
+                async for event in events:
+                    if event is None:  # the loop's turn is next: write what came before
+                        flush()
                         continue
-                    if rv:
-                        self._unanchored = False
-                elif etype in (ADDED, MODIFIED, DELETED):
-                    if transformer is not None and etype != DELETED:
-                        obj = transformer(obj)
-                    try:
-                        if etype == ADDED:
-                            target.add(obj)
-                        elif etype == MODIFIED:
-                            target.update(obj)
-                        else:
-                            target.delete(obj)
-                    except Exception as err:
+                    count += 1
+                    self._events += 1
+                    etype, obj = event
+                    if etype == ERROR:
+                        if isinstance(obj, Mapping):
+                            raise error_from_status(obj)
+                        raise ApiError(
+                            500,
+                            "InternalError",
+                            f"a watch ERROR event of {self.source} carried a "
+                            f"{type(obj).__name__} instead of a Status",
+                        )
+                    if type(obj) is dict:
+                        meta = obj.get("metadata")
+                        kind = obj.get("kind")
+                    elif type(obj) is CompactObject:
+                        meta = obj.get("metadata")
+                        kind = obj.kind
+                    else:
+                        meta = get_metadata(obj)
+                        kind = getattr(obj, "kind", None)
+                    if meta is None:
                         logger.error(
-                            "%s: could not apply a %s event of %s: %s",
+                            "%s: %s event of %s for an object without metadata; skipped",
                             self.name,
                             etype,
                             self.source,
-                            err,
                         )
-                else:
-                    logger.error(
-                        "%s: unknown watch event type %r from %s; skipped",
-                        self.name,
-                        etype,
-                        self.source,
-                    )
-                    continue
-                if rv:
-                    if initial is not None:
-                        initial_rv = rv
+                        continue
+                    if expected_kind is not None and kind is not None and kind != expected_kind:
+                        logger.error(
+                            "%s: expected kind %s, but a %s event of %s carried a %r; skipped",
+                            self.name,
+                            expected_kind,
+                            etype,
+                            self.source,
+                            kind,
+                        )
+                        continue
+                    if type(meta) is dict:
+                        rv = meta.get("resourceVersion")
+                    elif type(meta) is CompactMetadata:
+                        rv = _compact_resource_version(meta)
                     else:
-                        self._last_sync_rv = rv
-                        if updater is not None:
-                            updater.update_resource_version(rv)
+                        rv = _resource_version(meta)
+                    if type(rv) is not str:
+                        rv = self._recordable(
+                            rv, etype, change=initial is None and etype != BOOKMARK
+                        )
+                    if etype == BOOKMARK:
+                        if initial is not None and _relist.is_initial_events_end(meta):
+                            flush()
+                            final_rv = rv or initial_rv
+                            store.replace(initial.list(), final_rv)
+                            self._rv_unavailable = False
+                            self._lists += 1
+                            initial = None
+                            transformer = None
+                            write = self._writer(store)
+                            gc_window.close()
+                            synced.set()
+                            self._synced_to(final_rv)
+                            logger.debug(
+                                "%s: watch-list synced at resourceVersion %s",
+                                self.name,
+                                final_rv,
+                            )
+                            continue
+                        if rv:
+                            self._unanchored = False
+                    elif etype in _CHANGES:
+                        if transformer is None or etype == DELETED:
+                            changes.append((etype, obj))
+                        else:
+                            try:
+                                changes.append((etype, transformer(obj)))
+                            except Exception as err:
+                                self._log_unapplied(etype, err)
+                    else:
+                        logger.error(
+                            "%s: unknown watch event type %r from %s; skipped",
+                            self.name,
+                            etype,
+                            self.source,
+                        )
+                        continue
+                    if rv:
+                        last_rv = rv
+                    if not marked:
+                        flush()
+            finally:  # an error: the changes before it are written first
+                flush()
         return count
+
+    def _writer(self, target: ReflectorStore[Any]) -> Callable[[list[WatchChange]], None]:
+        """A function that applies a batch of changes to ``target``, in order,
+        logging (and skipping) each change the target refuses."""
+        apply = getattr(target, "apply_watch_changes", None)
+        if not callable(apply):
+            apply = functools.partial(_apply_one_by_one, target)
+
+        def write(changes: list[WatchChange]) -> None:
+            for (etype, _), err in apply(changes):
+                self._log_unapplied(etype, err)
+
+        return write
+
+    def _log_unapplied(self, etype: str, err: Exception) -> None:
+        logger.error("%s: could not apply a %s event of %s: %s", self.name, etype, self.source, err)
 
     def _synced_to(self, rv: str) -> None:
         self._last_sync_rv = rv
@@ -777,6 +839,9 @@ class Reflector:
 
     def __repr__(self) -> str:
         return f"<Reflector {self.name} rv={self._last_sync_rv!r}>"
+
+
+_CHANGES: Final = frozenset((ADDED, MODIFIED, DELETED))
 
 
 def _resource_version(meta: Any) -> str | None:

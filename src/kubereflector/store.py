@@ -43,6 +43,8 @@ __all__ = [
     "Store",
     "ThreadSafeStore",
     "UnknownIndexError",
+    "WatchChange",
+    "WatchChangeWriter",
     "meta_namespace_index_func",
     "new_indexer",
     "new_store",
@@ -118,6 +120,42 @@ class ReflectorStore(Protocol[T]):
     def resync(self) -> None:
         """Re-deliver what is held (a periodic resync)."""
         ...
+
+
+WatchChange = tuple[str, Any]
+"""A change a watch event makes: ``(type, object)``, the type ``ADDED``,
+``MODIFIED`` or ``DELETED``."""
+
+
+@runtime_checkable
+class WatchChangeWriter(Protocol):
+    """Optional: a store that takes a watch's changes a batch at a time (the
+    Reflector then makes one call per batch instead of one per event)."""
+
+    def apply_watch_changes(
+        self, changes: list[WatchChange]
+    ) -> list[tuple[WatchChange, Exception]]:
+        """Apply ``changes`` in order, each as ``add`` (ADDED), ``update``
+        (MODIFIED) or ``delete`` (DELETED) would; a change that cannot be applied
+        is skipped, the others are applied all the same. Returns the skipped
+        changes with their errors (for the caller to report). Does not raise for
+        one bad change; takes ownership of ``changes``."""
+        ...
+
+
+def _apply_one_by_one(
+    store: ReflectorStore[Any], changes: list[WatchChange]
+) -> list[tuple[WatchChange, Exception]]:
+    """:meth:`WatchChangeWriter.apply_watch_changes` for any store: a call of
+    ``add``/``update``/``delete`` per change."""
+    failed: list[tuple[WatchChange, Exception]] = []
+    methods = {"ADDED": store.add, "MODIFIED": store.update, "DELETED": store.delete}
+    for change in changes:
+        try:
+            methods[change[0]](change[1])
+        except Exception as err:  # noqa: PERF203 - no cost when nothing raises
+            failed.append((change, err))
+    return failed
 
 
 @runtime_checkable

@@ -97,13 +97,19 @@ def synced_and_empty(q: RealFIFO) -> RealFIFO:
 # == RealFIFO.process_or_queue =====================================================
 
 
+def one(q: RealFIFO, delta_type: DeltaType, obj: Any, process_batch: Any) -> None:
+    """``process_or_queue`` of one change; raises the error it was left out for."""
+    for _, err in q.process_or_queue([(delta_type, obj)], process_batch):
+        raise err
+
+
 @pytest.mark.parametrize("delta_type", [ADDED, UPDATED, DELETED])
 def test_process_or_queue_processes_at_once_once_the_initial_list_is_popped(
     delta_type: DeltaType,
 ) -> None:
     q = synced_and_empty(real_fifo()[0])
     rec = Recorder()
-    q.process_or_queue(delta_type, pod("a"), rec)
+    one(q, delta_type, pod("a"), rec)
     assert rec.calls == [(Deltas([Delta(delta_type, pod("a"))]), False)]
     assert isinstance(rec.calls[0][0], Deltas)
     assert len(q) == 0
@@ -115,7 +121,7 @@ def test_process_or_queue_processes_at_once_after_a_write_was_popped() -> None:
     q.add(pod("a"))
     q.pop_nowait(Recorder())
     rec = Recorder()
-    q.process_or_queue(UPDATED, pod("a"), rec)
+    one(q, UPDATED, pod("a"), rec)
     assert rec.calls == [(Deltas([Delta(UPDATED, pod("a"))]), False)]
     assert len(q) == 0
 
@@ -124,7 +130,7 @@ def test_process_or_queue_queues_before_any_replace_or_write() -> None:
     q, _ = real_fifo()
     assert not q.has_synced()
     rec = Recorder()
-    q.process_or_queue(ADDED, pod("a"), rec)
+    one(q, ADDED, pod("a"), rec)
     assert rec.calls == []
     assert q.has_synced()  # the queue is now populated
     assert drain(q) == [Delta(ADDED, pod("a"))]
@@ -134,8 +140,8 @@ def test_process_or_queue_queues_behind_what_is_queued() -> None:
     q = synced_and_empty(real_fifo()[0])
     q.add(pod("a"))
     rec = Recorder()
-    q.process_or_queue(DELETED, pod("b"), rec)
-    q.process_or_queue(UPDATED, pod("a"), rec)
+    one(q, DELETED, pod("b"), rec)
+    one(q, UPDATED, pod("a"), rec)
     assert rec.calls == []
     assert q.list_keys() == ["default/a", "default/b"]
     assert drain(q) == [
@@ -151,7 +157,7 @@ def test_process_or_queue_queues_while_the_initial_list_is_not_fully_popped() ->
     q.pop_batch_nowait(Recorder(), max_items=1)
     assert not q.has_synced()
     rec = Recorder()
-    q.process_or_queue(ADDED, pod("c"), rec)
+    one(q, ADDED, pod("c"), rec)
     assert rec.calls == []
     popped = Recorder()
     q.pop_batch_nowait(popped)
@@ -167,7 +173,7 @@ def test_process_or_queue_after_an_empty_initial_list_processes_at_once() -> Non
     q.replace([], "1")
     assert q.has_synced()
     rec = Recorder()
-    q.process_or_queue(ADDED, pod("a"), rec)
+    one(q, ADDED, pod("a"), rec)
     assert rec.calls == [(Deltas([Delta(ADDED, pod("a"))]), False)]
 
 
@@ -178,7 +184,7 @@ def test_process_or_queue_refuses_a_keyless_object_first(synced: bool) -> None:
         synced_and_empty(q)
     rec = Recorder()
     with pytest.raises(KeyFuncError):
-        q.process_or_queue(ADDED, {"metadata": {"namespace": "default"}}, rec)
+        one(q, ADDED, {"metadata": {"namespace": "default"}}, rec)
     assert rec.calls == []
     assert len(q) == 0
     assert q.has_synced() is synced  # a refused object does not populate the queue
@@ -190,14 +196,14 @@ def test_process_or_queue_applies_the_transformer_except_to_tombstones() -> None
 
     q = synced_and_empty(real_fifo(transformer=transform)[0])
     rec = Recorder()
-    q.process_or_queue(ADDED, pod("a"), rec)
+    one(q, ADDED, pod("a"), rec)
     tombstone = DeletedFinalStateUnknown("default/b", pod("b"))
-    q.process_or_queue(DELETED, tombstone, rec)
+    one(q, DELETED, tombstone, rec)
     (first, _), (second, _) = rec.calls
     assert first == [Delta(ADDED, {**pod("a"), "transformed": True})]
     assert second[0].object is tombstone
     q.add(pod("c"))  # the queued path transforms too
-    q.process_or_queue(UPDATED, pod("d"), rec)
+    one(q, UPDATED, pod("d"), rec)
     assert [d.object.get("transformed") for d in drain(q)] == [True, True]
 
 
@@ -208,13 +214,49 @@ def test_an_exception_from_process_or_queue_propagates_and_queues_nothing() -> N
         raise LookupError("processing failed")
 
     with pytest.raises(LookupError, match="processing failed"):
-        q.process_or_queue(ADDED, pod("a"), fail)
+        one(q, ADDED, pod("a"), fail)
     assert len(q) == 0
     with pytest.raises(QueueEmpty):
         q.pop_nowait(Recorder())
     rec = Recorder()
-    q.process_or_queue(ADDED, pod("b"), rec)  # the next change still goes straight through
+    one(q, ADDED, pod("b"), rec)  # the next change still goes straight through
     assert rec.calls == [(Deltas([Delta(ADDED, pod("b"))]), False)]
+
+
+def test_process_or_queue_hands_a_batch_to_one_call_in_order() -> None:
+    q = synced_and_empty(real_fifo()[0])
+    rec = Recorder()
+    changes = [(ADDED, pod("a")), (UPDATED, pod("a")), (DELETED, pod("b"))]
+    assert q.process_or_queue(changes, rec) == []
+    assert rec.calls == [(Deltas([Delta(t, o) for t, o in changes]), False)]
+    assert len(q) == 0
+
+
+def test_process_or_queue_queues_a_whole_batch_behind_a_backlog() -> None:
+    q = synced_and_empty(real_fifo()[0])
+    q.add(pod("z"))
+    rec = Recorder()
+    assert q.process_or_queue([(ADDED, pod("a")), (UPDATED, pod("b"))], rec) == []
+    assert rec.calls == []
+    assert drain(q) == [Delta(ADDED, pod("z")), Delta(ADDED, pod("a")), Delta(UPDATED, pod("b"))]
+
+
+def test_process_or_queue_leaves_out_only_the_changes_it_cannot_take() -> None:
+    def transform(obj: Any) -> Any:
+        if obj["metadata"]["name"] == "bad":
+            raise ValueError("cannot transform bad")
+        return obj
+
+    q = synced_and_empty(real_fifo(transformer=transform)[0])
+    rec = Recorder()
+    keyless = {"metadata": {"namespace": "default"}}
+    failed = q.process_or_queue(
+        [(ADDED, pod("a")), (ADDED, keyless), (UPDATED, pod("bad")), (DELETED, pod("c"))], rec
+    )
+    assert [(i, type(err)) for i, err in failed] == [(1, KeyFuncError), (2, ValueError)]
+    assert rec.calls == [(Deltas([Delta(ADDED, pod("a")), Delta(DELETED, pod("c"))]), False)]
+    assert q.process_or_queue([(ADDED, keyless)], rec)[0][0] == 0
+    assert len(rec.calls) == 1  # nothing left to process: no call
 
 
 # == RealFIFO keys ================================================================

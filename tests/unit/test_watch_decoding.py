@@ -7,6 +7,7 @@ the same behaviours are then checked through ``Client.watch`` over HTTP.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
 from typing import Any, TypeVar
@@ -56,12 +57,11 @@ MODES = pytest.mark.parametrize("mode", ["dict", "compact"])
 
 
 async def decode(chunks: Iterable[bytes], mode: ObjectMode = "dict") -> list[WatchEvent]:
-    feed = iter(list(chunks))
-
-    async def read() -> bytes:
-        return next(feed, b"")
-
-    got = [e async for e in decode_watch_stream(read, URL, object_mode=mode)]
+    """The stream's events; read with turn marks, the same events come, in order."""
+    chunks = list(chunks)
+    got = [e async for e in decode_watch_stream(reader(chunks), URL, object_mode=mode)]
+    marked = decode_watch_stream(reader(chunks), URL, object_mode=mode).with_turn_marks()
+    assert [e async for e in marked if e is not None] == got
     expected_type = CompactObject if mode == "compact" else dict
     assert all(type(e.object) is expected_type for e in got if e.type != "ERROR")
     return got
@@ -70,12 +70,23 @@ async def decode(chunks: Iterable[bytes], mode: ObjectMode = "dict") -> list[Wat
 async def decode_until_error(
     chunks: Iterable[bytes], mode: ObjectMode = "dict"
 ) -> tuple[list[WatchEvent], DecodeError]:
-    feed = iter(list(chunks))
+    """The events before the stream's error, and the error; read with turn
+    marks, the same events come before the same error."""
+    chunks = list(chunks)
+    got, error = await collect_until_error(
+        decode_watch_stream(reader(chunks), URL, object_mode=mode)
+    )
+    marked = decode_watch_stream(reader(chunks), URL, object_mode=mode).with_turn_marks()
+    events, same = await collect_until_error(without_marks(marked))
+    assert events == got
+    assert str(same) == str(error)
+    return got, error
 
-    async def read() -> bytes:
-        return next(feed, b"")
 
-    return await collect_until_error(decode_watch_stream(read, URL, object_mode=mode))
+async def without_marks(events: AsyncIterator[WatchEvent | None]) -> AsyncIterator[WatchEvent]:
+    async for event in events:
+        if event is not None:
+            yield event
 
 
 E = TypeVar("E", bound=Exception)
@@ -104,6 +115,26 @@ def reader(chunks: Iterable[bytes]) -> Callable[[], Awaitable[bytes]]:
         return next(feed, b"")
 
     return read
+
+
+@contextlib.asynccontextmanager
+async def loop_turns() -> AsyncIterator[list[int]]:
+    """A one-element list counting the turns of the event loop while inside."""
+    turns = [0]
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        while not stop.is_set():
+            turns[0] += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    try:
+        yield turns
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 5)
 
 
 def as_events(events: Iterable[dict[str, Any]]) -> list[WatchEvent]:
@@ -198,24 +229,57 @@ async def test_many_small_events_in_one_chunk_do_not_hold_the_loop() -> None:
     events = [event("ADDED", f"pod-{i}") for i in range(20_000)]
     data = encode(events)
     assert len(data) > 4 * YIELD_COST
-    ticks = 0
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0)
-    start = ticks
-    got = await decode([data])  # the consumer itself never awaits anything
-    during = ticks - start
-    stop.set()
-    await asyncio.wait_for(task, 5)
+    async with loop_turns() as turns:
+        start = turns[0]
+        got = await decode([data])  # the consumer itself never awaits anything
+        during = turns[0] - start
     assert got == as_events(events)
     assert during >= len(data) // YIELD_COST
+
+
+@pytest.mark.asyncio
+async def test_a_turn_mark_comes_before_each_turn_of_the_loop_and_each_read() -> None:
+    events = [event("ADDED", f"pod-{i}") for i in range(5_000)]
+    data = encode(events)
+    reads = 0
+
+    def read_counted(chunks: list[bytes]) -> Callable[[], Awaitable[bytes]]:
+        read = reader(chunks)
+
+        async def counted() -> bytes:
+            nonlocal reads
+            reads += 1
+            return await read()
+
+        return counted
+
+    got: list[WatchEvent] = []
+    marks: list[int] = []  # the reads made before each mark
+    previous: tuple[int, int] | None = None  # (ticks, reads) at the last event
+    half = len(data) // 2
+    stream = decode_watch_stream(read_counted([data[:half], data[half:]]), URL)
+    async with loop_turns() as turns:
+        async for item in stream.with_turn_marks():
+            if item is None:
+                marks.append(reads)
+                previous = None
+                continue
+            if previous is not None:  # no turn of the loop and no read between two events
+                assert (turns[0], reads) == previous
+            previous = (turns[0], reads)
+            got.append(item)
+    assert got == as_events(events)
+    assert len(marks) >= len(data) // YIELD_COST
+    assert marks.count(1) > 1  # marks within the first chunk too, not only before reads
+
+
+@pytest.mark.asyncio
+async def test_a_stream_is_iterated_once_with_or_without_marks() -> None:
+    stream = decode_watch_stream(reader([encode(THREE)]), URL)
+    assert await anext(stream) == as_events(THREE)[0]
+    with pytest.raises(RuntimeError, match="with or without turn marks"):
+        stream.with_turn_marks()
+    assert [e async for e in stream] == as_events(THREE)[1:]
 
 
 @MODES

@@ -37,7 +37,7 @@ from ..compact import CompactObject, ObjectMode, _decode_generic, _detach
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
 from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ._connector import new_connector
-from ._lines import BATCH_BYTES, MAX_LINE_BYTES, decode_watch_stream
+from ._lines import BATCH_BYTES, MAX_LINE_BYTES, WatchEventStream, decode_watch_stream
 from ._redact import Redactor
 from ._status import is_status, status_error
 from .config import ClientConfig, ConfigError
@@ -719,7 +719,7 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
         self._mode: ObjectMode = mode
         self._transport: _Transport | None = None
         self._response: aiohttp.ClientResponse | None = None
-        self._events: AsyncIterator[WatchEvent] | None = None
+        self._events: WatchEventStream | None = None
 
     async def __aenter__(self) -> AsyncIterator[WatchEvent]:
         if self._transport is not None:
@@ -772,9 +772,7 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
         transport = self._transport
         try:
             if events is not None:
-                aclose = getattr(events, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                await events.aclose()
         finally:
             if resp is not None:
                 if resp.content.at_eof():
