@@ -50,6 +50,7 @@ __all__ = [
 logger = logging.getLogger("kubereflector.controller")
 
 _YIELD_EVERY: Final = 128
+"""Items popped in a row without waiting after which the pop loop lets other tasks run."""
 
 _DELTA_TYPES: Final = {
     "ADDED": DeltaType.ADDED,
@@ -57,7 +58,6 @@ _DELTA_TYPES: Final = {
     "DELETED": DeltaType.DELETED,
 }
 """The delta a watch event's change is queued as."""
-"""Items popped in a row without waiting after which the pop loop lets other tasks run."""
 
 
 class AlreadyStartedError(RuntimeError):

@@ -742,14 +742,26 @@ class Reflector:
 
     def _writer(self, target: ReflectorStore[Any]) -> Callable[[list[WatchChange]], None]:
         """A function that applies a batch of changes to ``target``, in order,
-        logging (and skipping) each change the target refuses."""
+        logging (and skipping) each change the target refuses; a target that
+        raises instead is logged too, and the watch goes on."""
         apply = getattr(target, "apply_watch_changes", None)
         if not callable(apply):
             apply = functools.partial(_apply_one_by_one, target)
 
         def write(changes: list[WatchChange]) -> None:
-            for (etype, _), err in apply(changes):
-                self._log_unapplied(etype, err)
+            try:
+                failed = apply(changes)
+            except Exception as err:
+                logger.error(
+                    "%s: could not apply %d watch events of %s: %s",
+                    self.name,
+                    len(changes),
+                    self.source,
+                    err,
+                )
+                return
+            for (etype, _), refusal in failed:
+                self._log_unapplied(etype, refusal)
 
         return write
 

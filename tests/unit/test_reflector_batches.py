@@ -201,3 +201,26 @@ async def test_a_stream_without_turn_marks_is_written_one_event_at_a_time() -> N
     async with running(reflector):
         await until(lambda: reflector.last_sync_resource_version == "4")
     assert [len(batch) for batch in store.batches] == [1, 1, 1]
+
+
+async def test_a_store_that_raises_for_a_batch_is_logged_and_the_watch_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Raising(BatchStore):
+        def apply_watch_changes(
+            self, changes: list[WatchChange]
+        ) -> list[tuple[WatchChange, Exception]]:
+            if any(o["metadata"]["name"] == "bad" for _, o in changes):
+                raise RuntimeError("the whole batch is refused")
+            return super().apply_watch_changes(changes)
+
+    store = Raising()
+    source = ChunkSource([line("ADDED", pod("bad", "2")), line("ADDED", pod("c", "3"))])
+    reflector = make(source, store)
+    with caplog.at_level(logging.ERROR, logger="kubereflector.reflector"):
+        async with running(reflector):
+            await until(lambda: reflector.last_sync_resource_version == "3")
+    assert store.names() == ["default/c"]
+    (record,) = [r for r in caplog.records if "could not apply" in r.getMessage()]
+    assert "the whole batch is refused" in record.getMessage()
+    assert reflector.source in record.getMessage()
