@@ -6,7 +6,6 @@ is HTTP), but nothing sleeps: tests wait on the cache's changes, with timeouts.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -26,23 +25,13 @@ from kubereflector import (
 )
 from kubereflector.client import Client, ClientConfig, ResourceListWatch, StaticAuth, load_config
 from kubereflector.testing import ApiServerEmulator
+from running_task import running
 
 pytestmark = pytest.mark.asyncio
 
 
 def fast_backoff() -> Backoff:
     return Backoff(initial=0.01, cap=0.05)
-
-
-@contextlib.asynccontextmanager
-async def reflecting(reflector: Reflector) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(reflector.run())
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def in_step(target: Target, store: WatchedCache) -> None:
@@ -59,7 +48,7 @@ async def test_sync_then_follow_every_change(target: Target, use_watch_list: boo
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
     options = ReflectorOptions(page_size=5, use_watch_list=use_watch_list)
     reflector = Reflector(lw, store, options=options, backoff=fast_backoff())
-    async with reflecting(reflector):
+    async with running(reflector):
         await in_step(target, store)
         await target.create_pod("new")
         await target.label_pod("p00", {"app": "changed"})
@@ -83,7 +72,7 @@ async def test_label_selector_and_metadata_only(target: Target) -> None:
         metadata_only=True,
     )
     reflector = Reflector(lw, store, backoff=fast_backoff())
-    async with reflecting(reflector):
+    async with running(reflector):
         await store.wait_until(lambda: len(store) == 4)
         assert sorted(store.list_keys()) == [f"{target.namespace}/p{i}" for i in range(4)]
         obj = store.get_by_key(f"{target.namespace}/p0")
@@ -101,7 +90,7 @@ async def test_relists_after_the_history_behind_the_watch_expired(target: Target
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
     options = ReflectorOptions(use_watch_list=False)
     reflector = Reflector(lw, store, options=options, backoff=fast_backoff())
-    async with reflecting(reflector):
+    async with running(reflector):
         await in_step(target, store)
         lists_before = reflector.stats().lists
         await server.wait_for_watches(1, resource="pods")
@@ -123,7 +112,7 @@ async def test_recovers_from_throttling_and_server_errors(target: Target) -> Non
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
     reflector = Reflector(lw, store, backoff=fast_backoff())
     server.fail_next(2, 500)
-    async with reflecting(reflector):
+    async with running(reflector):
         await in_step(target, store)
         server.fail_next(2, 429, retry_after=0)
         server.drop_watches()
@@ -138,7 +127,7 @@ async def test_a_stalled_watch_is_detected_and_reopened(target: Target) -> None:
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
     options = ReflectorOptions(idle_timeout=0.2)
     reflector = Reflector(lw, store, options=options, backoff=fast_backoff())
-    async with reflecting(reflector):
+    async with running(reflector):
         await in_step(target, store)
         await server.wait_for_watches(1, resource="pods")
         server.stall_watches()
@@ -155,7 +144,7 @@ async def test_tls_and_token_from_the_emulators_kubeconfig() -> None:
         async with Client(config) as client:
             lw = ResourceListWatch(client, "pods", namespace="default")
             store = WatchedCache()
-            async with reflecting(Reflector(lw, store, backoff=fast_backoff())):
+            async with running(Reflector(lw, store, backoff=fast_backoff())):
                 await store.wait_until(lambda: "default/p0" in store)
         bad = ClientConfig(server=config.server, ca_data=config.ca_data, auth=StaticAuth(token="x"))
         async with Client(bad) as client:
@@ -202,7 +191,7 @@ async def test_a_resource_version_the_server_refuses_leads_to_a_relist(target: T
     proxy = MisversioningProxy(ResourceListWatch(target.client, "pods", namespace=target.namespace))
     options = ReflectorOptions(use_watch_list=False, min_watch_timeout=1)
     reflector = Reflector(proxy, store, options=options, backoff=fast_backoff())
-    async with reflecting(reflector):
+    async with running(reflector):
         await in_step(target, store)
         proxy.armed = True
         await target.create_pod("p1")  # its event reaches the Reflector with RV "abc"
@@ -227,7 +216,7 @@ async def test_resource_versions_that_are_not_strings_over_http(
     lw = ResourceListWatch(target.client, "pods", namespace=target.namespace)
     reflector = Reflector(lw, store, backoff=fast_backoff())
     with caplog.at_level(logging.DEBUG, logger="kubereflector.reflector"):
-        async with reflecting(reflector):
+        async with running(reflector):
             await in_step(target, store)
             await server.wait_for_watches(1, resource="pods")
             synced_to = reflector.last_sync_resource_version
