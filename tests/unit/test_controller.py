@@ -13,7 +13,6 @@ import threading
 from typing import Any
 
 import pytest
-from running_task import running
 
 from kubereflector import (
     AlreadyStartedError,
@@ -37,6 +36,7 @@ from kubereflector import (
     new_store,
 )
 from kubereflector.testing import FakeClock, FakeControllerSource, settle
+from running_task import running
 
 pytestmark = pytest.mark.asyncio
 

@@ -12,7 +12,6 @@ import logging
 from typing import Any
 
 import pytest
-from running_task import running
 
 from kubereflector import (
     Cache,
@@ -34,6 +33,7 @@ from kubereflector import (
     wait_for_cache_sync,
 )
 from kubereflector.testing import FakeClock, FakeControllerSource, settle
+from running_task import running
 
 ADDED = DeltaType.ADDED
 UPDATED = DeltaType.UPDATED

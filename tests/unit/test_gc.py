@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from running_task import running
 from scripted_lw import BLOCK, ScriptedListerWatcher, bookmark, pod
 
 from kubereflector import (
@@ -40,6 +39,7 @@ from kubereflector._gc import (
     is_effective,
 )
 from kubereflector.testing import FakeClock, settle
+from running_task import running
 
 needs_generational_gc = pytest.mark.skipif(
     not is_effective(), reason="this interpreter's collector has no window to open"

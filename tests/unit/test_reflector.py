@@ -11,7 +11,6 @@ import logging
 from typing import Any
 
 import pytest
-from running_task import running
 from scripted_lw import BLOCK, RecordingStore, ScriptedListerWatcher, bookmark, pod
 
 from kubereflector import (
@@ -27,6 +26,7 @@ from kubereflector import (
     WatchEvent,
 )
 from kubereflector.testing import FakeClock, settle
+from running_task import running
 
 pytestmark = pytest.mark.asyncio
 

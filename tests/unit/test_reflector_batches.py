@@ -16,12 +16,12 @@ from typing import Any
 
 import msgspec
 import pytest
-from running_task import running
 from scripted_lw import RecordingStore, pod
 
 from kubereflector import ListOptions, ListResult, Reflector, ReflectorOptions, WatchChange
 from kubereflector.client._lines import decode_watch_stream
 from kubereflector.testing import FakeClock, settle
+from running_task import running
 
 pytestmark = pytest.mark.asyncio
 

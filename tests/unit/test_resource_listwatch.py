@@ -12,7 +12,6 @@ import pytest_asyncio
 from aiohttp import web
 from discovery_doc import Resource, aggregated_discovery
 from fake_http import FakeServer, serve
-from running_task import running
 
 from kubereflector import (
     ApiError,
@@ -30,6 +29,7 @@ from kubereflector.client import (
     ResourceListWatch,
     UnknownResourceError,
 )
+from running_task import running
 
 pytestmark = pytest.mark.asyncio
 

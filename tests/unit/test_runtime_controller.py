@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from running_task import running as started
 
 from kubereflector import SharedIndexInformer
 from kubereflector.client import ResourceInfo
@@ -27,6 +26,7 @@ from kubereflector.runtime import (
 )
 from kubereflector.testing import FakeClock, FakeControllerSource, settle
 from kubereflector.workqueue import ItemExponentialFailureRateLimiter
+from running_task import running as started
 
 pytestmark = pytest.mark.asyncio
 

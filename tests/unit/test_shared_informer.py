@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
-from running_task import running
 
 from kubereflector import (
     NAMESPACE_INDEX,
@@ -36,6 +35,7 @@ from kubereflector import (
     wait_for_cache_sync,
 )
 from kubereflector.testing import FakeClock, FakeControllerSource, settle
+from running_task import running
 
 pytestmark = pytest.mark.asyncio
 
