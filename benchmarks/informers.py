@@ -323,7 +323,7 @@ def _official(ctx: Ctx, namespace: str, url: str | None = None) -> Any:
 
 def _set_gc_variant(variant: str) -> None:
     """Swap the Reflector's GC window for a candidate (benchmark only)."""
-    import kubereflector.reflector as reflector_module
+    import kubereflector.cache.reflector as reflector_module
 
     if variant == "none":
         reflector_module.defer_full_collections = contextlib.nullcontext  # type: ignore[assignment]

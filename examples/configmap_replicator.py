@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubereflector import KubeObject
-from kubereflector.backoff import Clock
 from kubereflector.client import EventRecorder, ResourceClient, load_config
+from kubereflector.clock import Clock
 from kubereflector.errors import NotFoundError
 from kubereflector.runtime import (
     LeaderElection,

@@ -8,10 +8,10 @@ controllers are built from. Everything public is importable from here.
 from __future__ import annotations
 
 # -- backoff.py --
-from .backoff import Backoff, Clock, RealClock
+from .backoff import Backoff
 
 # -- compact.py --
-from .compact import (
+from .cache.compact import (
     CompactMetadata,
     CompactObject,
     ObjectMode,
@@ -23,7 +23,7 @@ from .compact import (
 )
 
 # -- controller.py --
-from .controller import (
+from .cache.controller import (
     AlreadyStartedError,
     Controller,
     FilteringResourceEventHandler,
@@ -35,7 +35,100 @@ from .controller import (
 )
 
 # -- delta_fifo.py --
-from .delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType, ReplacedAllInfo, TransformFunc
+from .cache.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType, ReplacedAllInfo, TransformFunc
+
+# -- fifo.py --
+from .cache.fifo import FIFO, RealFIFO
+
+# -- keys.py --
+from .cache.keys import (
+    DeletedFinalStateUnknown,
+    ExplicitKey,
+    KeyFunc,
+    KeyFuncError,
+    KubeObject,
+    deletion_handling_meta_namespace_key_func,
+    get_labels,
+    get_metadata,
+    get_name,
+    get_namespace,
+    get_resource_version,
+    get_uid,
+    meta_namespace_key_func,
+    split_meta_namespace_key,
+)
+
+# -- listers.py --
+from .cache.listers import Lister, NamespaceLister, SelectorLike
+
+# -- listwatch.py --
+from .cache.listwatch import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    ERROR,
+    INITIAL_EVENTS_END_ANNOTATION,
+    MODIFIED,
+    ListerWatcher,
+    ListFunc,
+    ListOptions,
+    ListResult,
+    ListWatch,
+    WatchEvent,
+    WatchEventType,
+    WatchFunc,
+    WatchStream,
+)
+
+# -- queue.py --
+from .cache.queue import PopProcessFunc, Queue, QueueClosed, QueueEmpty
+
+# -- reflector.py --
+from .cache.reflector import (
+    Reflector,
+    ReflectorOptions,
+    ReflectorStats,
+    VeryShortWatchError,
+    WatchErrorHandler,
+    WatchListUnsupportedError,
+    WatchStalledError,
+    default_watch_error_handler,
+)
+
+# -- shared_informer.py --
+from .cache.shared_informer import (
+    HandlerStats,
+    InformerStats,
+    InformerStoppedError,
+    Registration,
+    SharedIndexInformer,
+    wait_for_cache_sync,
+)
+
+# -- store.py --
+from .cache.store import (
+    NAMESPACE_INDEX,
+    Cache,
+    Indexer,
+    Indexers,
+    IndexFunc,
+    IndexFuncError,
+    KeyListerGetter,
+    ReflectorStore,
+    ResourceVersionUpdater,
+    Store,
+    ThreadSafeStore,
+    UnknownIndexError,
+    WatchChange,
+    WatchChangeWriter,
+    meta_namespace_index_func,
+    new_indexer,
+    new_store,
+)
+
+# -- transforms.py --
+from .cache.transforms import compose, strip_managed_fields
+from .clock import Clock, RealClock
 
 # -- errors.py --
 from .errors import (
@@ -67,64 +160,6 @@ from .factory import (
     TweakListOptionsFunc,
 )
 
-# -- fifo.py --
-from .fifo import FIFO, RealFIFO
-
-# -- keys.py --
-from .keys import (
-    DeletedFinalStateUnknown,
-    ExplicitKey,
-    KeyFunc,
-    KeyFuncError,
-    KubeObject,
-    deletion_handling_meta_namespace_key_func,
-    get_labels,
-    get_metadata,
-    get_name,
-    get_namespace,
-    get_resource_version,
-    get_uid,
-    meta_namespace_key_func,
-    split_meta_namespace_key,
-)
-
-# -- listers.py --
-from .listers import Lister, NamespaceLister, SelectorLike
-
-# -- listwatch.py --
-from .listwatch import (
-    ADDED,
-    BOOKMARK,
-    DELETED,
-    ERROR,
-    INITIAL_EVENTS_END_ANNOTATION,
-    MODIFIED,
-    ListerWatcher,
-    ListFunc,
-    ListOptions,
-    ListResult,
-    ListWatch,
-    WatchEvent,
-    WatchEventType,
-    WatchFunc,
-    WatchStream,
-)
-
-# -- queue.py --
-from .queue import PopProcessFunc, Queue, QueueClosed, QueueEmpty
-
-# -- reflector.py --
-from .reflector import (
-    Reflector,
-    ReflectorOptions,
-    ReflectorStats,
-    VeryShortWatchError,
-    WatchErrorHandler,
-    WatchListUnsupportedError,
-    WatchStalledError,
-    default_watch_error_handler,
-)
-
 # -- runner.py --
 from .runner import run
 
@@ -136,40 +171,6 @@ from .selectors import (
     LabelSelector,
     label_selector_from_dict,
 )
-
-# -- shared_informer.py --
-from .shared_informer import (
-    HandlerStats,
-    InformerStats,
-    InformerStoppedError,
-    Registration,
-    SharedIndexInformer,
-    wait_for_cache_sync,
-)
-
-# -- store.py --
-from .store import (
-    NAMESPACE_INDEX,
-    Cache,
-    Indexer,
-    Indexers,
-    IndexFunc,
-    IndexFuncError,
-    KeyListerGetter,
-    ReflectorStore,
-    ResourceVersionUpdater,
-    Store,
-    ThreadSafeStore,
-    UnknownIndexError,
-    WatchChange,
-    WatchChangeWriter,
-    meta_namespace_index_func,
-    new_indexer,
-    new_store,
-)
-
-# -- transforms.py --
-from .transforms import compose, strip_managed_fields
 
 __version__ = "0.1.0"
 

@@ -63,16 +63,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Self
 
-from ._loop_thread import LoopThread
-from ._sync import SyncSignal
-from .compact import ObjectMode, _check_object_mode
-from .delta_fifo import TransformFunc
-from .keys import KubeObject
-from .listers import Lister
-from .listwatch import ListerWatcher, ListOptions, ListResult, WatchStream
-from .reflector import ReflectorOptions, checked_options
-from .shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
-from .store import NAMESPACE_INDEX, meta_namespace_index_func
+from ._aio.loop_thread import LoopThread
+from .cache._synced import SyncSignal
+from .cache.compact import ObjectMode, _check_object_mode
+from .cache.delta_fifo import TransformFunc
+from .cache.keys import KubeObject
+from .cache.listers import Lister
+from .cache.listwatch import ListerWatcher, ListOptions, ListResult, WatchStream
+from .cache.reflector import ReflectorOptions, checked_options
+from .cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
+from .cache.store import NAMESPACE_INDEX, meta_namespace_index_func
 
 if TYPE_CHECKING:
     from .client.config import ClientConfig

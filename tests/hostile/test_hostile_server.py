@@ -53,8 +53,8 @@ from kubereflector import (
     SharedIndexInformer,
     default_watch_error_handler,
 )
+from kubereflector.cache.reflector import Reflector
 from kubereflector.client import Client, ClientConfig, ResourceInfo, ResourceListWatch, StaticAuth
-from kubereflector.reflector import Reflector
 from kubereflector.testing import FakeClock, settle
 
 pytestmark = pytest.mark.asyncio

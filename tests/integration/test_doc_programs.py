@@ -29,7 +29,7 @@ from examples_run import WAIT, program, read_line
 
 from doc_snippets import Snippet, snippet, snippets
 from kubereflector.testing import ApiServerEmulator
-from kubereflector.testing._apiserver_seed import cluster_pods
+from kubereflector.testing.apiserver._seed import cluster_pods
 
 SEED_PODS = 30
 

@@ -27,7 +27,7 @@ import yaml
 
 from kubereflector import ApiError, NotFoundError
 from kubereflector.testing import ApiServerEmulator, FakeClock
-from kubereflector.testing._apiserver_seed import cluster_pods
+from kubereflector.testing.apiserver._seed import cluster_pods
 
 pytestmark = pytest.mark.asyncio
 

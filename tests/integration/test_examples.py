@@ -15,8 +15,8 @@ import pytest_asyncio
 from examples_run import EXAMPLES, WAIT, program, read_line
 
 from kubereflector.testing import ApiServerEmulator
-from kubereflector.testing._apiserver_seed import cluster_pods
 from kubereflector.testing.apiserver import sample_pod
+from kubereflector.testing.apiserver._seed import cluster_pods
 
 pytestmark = pytest.mark.asyncio
 

@@ -37,7 +37,7 @@ from kubereflector import (
     SharedInformerFactory,
     SyncSharedInformerFactory,
 )
-from kubereflector._loop_thread import LoopThread
+from kubereflector._aio.loop_thread import LoopThread
 from kubereflector.client import Discovery, UnknownResourceError
 from kubereflector.testing import FakeControllerSource
 

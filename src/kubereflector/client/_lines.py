@@ -44,9 +44,9 @@ from typing import Any, Final, cast
 
 import msgspec
 
-from ..compact import CompactObject, ObjectMode, _decode_generic, _detach
+from ..cache.compact import CompactObject, ObjectMode, _decode_generic, _detach
+from ..cache.listwatch import WatchEvent
 from ..errors import ApiError, DecodeError, TruncatedStreamError
-from ..listwatch import WatchEvent
 from ._status import is_status, status_error
 
 __all__ = [

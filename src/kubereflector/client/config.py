@@ -35,8 +35,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from yarl import URL
 
-from .._timeout import within
-from ..backoff import Clock, RealClock
+from .._aio.timeout import within
+from ..clock import Clock, RealClock
 from . import _kubeconfig
 from ._exec import (
     API_VERSIONS,

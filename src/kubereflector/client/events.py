@@ -47,10 +47,10 @@ from typing import Any, Final, Literal
 
 import aiohttp
 
-from .._loop_thread import call_in_loop, running_loop
-from ..backoff import Clock, RealClock
+from .._aio.loop_thread import call_in_loop, running_loop
+from ..cache.keys import get_name, get_namespace, get_resource_version, get_uid
+from ..clock import Clock, RealClock
 from ..errors import AlreadyExistsError, ApiError, NotFoundError
-from ..keys import get_name, get_namespace, get_resource_version, get_uid
 from .discovery import ResourceInfo
 from .resource import ResourceClient
 from .rest import Client

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..compact import ObjectMode, _check_object_mode
-from ..listwatch import ListOptions, ListResult, WatchStream
+from ..cache.compact import ObjectMode, _check_object_mode
+from ..cache.listwatch import ListOptions, ListResult, WatchStream
 from .discovery import ResourceInfo
 from .resource import ResourceClient
 from .rest import Client

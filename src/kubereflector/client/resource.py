@@ -17,10 +17,10 @@ from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ..compact import ObjectMode, _check_object_mode
+from ..cache.compact import ObjectMode, _check_object_mode
+from ..cache.keys import KubeObject
+from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ..errors import ExpiredError, MethodNotAllowedError
-from ..keys import KubeObject
-from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from .discovery import ResourceInfo
 from .paths import validate_name, validate_namespace
 

@@ -33,9 +33,9 @@ import msgspec
 from yarl import URL
 
 from .. import __version__
-from ..compact import CompactObject, ObjectMode, _decode_generic, _detach
+from ..cache.compact import CompactObject, ObjectMode, _decode_generic, _detach
+from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
-from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ._connector import new_connector
 from ._lines import BATCH_BYTES, MAX_LINE_BYTES, WatchEventStream, decode_watch_stream
 from ._redact import Redactor

@@ -22,9 +22,9 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from .._loop_thread import LoopThread
-from ..keys import KubeObject
-from ..listwatch import ListOptions, ListResult, WatchEvent, WatchStream
+from .._aio.loop_thread import LoopThread
+from ..cache.keys import KubeObject
+from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from .config import ClientConfig
 from .discovery import ResourceInfo
 from .resource import PatchType, PropagationPolicy, ResourceClient

@@ -42,8 +42,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, Final, Protocol, TypeVar
 
-from ..backoff import Clock, RealClock
-from ..controller import _is_coroutine_callable
+from ..cache.controller import _is_coroutine_callable
+from ..clock import Clock, RealClock
 from ..errors import NotFoundError
 from .lock import LeaderElectionRecord, ResourceLock, micro_time
 

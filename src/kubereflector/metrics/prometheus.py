@@ -46,7 +46,7 @@ from prometheus_client.registry import Collector
 from ._families import Counter, Families, Family, Gauge, Histogram
 
 if TYPE_CHECKING:
-    from ..shared_informer import SharedIndexInformer
+    from ..cache.shared_informer import SharedIndexInformer
 
 __all__ = [
     "ACTIVE_WORKERS",

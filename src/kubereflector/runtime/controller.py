@@ -38,9 +38,9 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from ..backoff import Clock, RealClock
-from ..controller import _is_coroutine_callable
-from ..shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
+from ..cache.controller import _is_coroutine_callable
+from ..cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
+from ..clock import Clock, RealClock
 from ..workqueue import QueueShutDown, RateLimiter, RateLimitingQueue
 from .handlers import EnqueueRequestsHandler, Mapper, enqueue_object, enqueue_owner
 from .predicates import Predicate, and_

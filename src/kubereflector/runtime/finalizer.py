@@ -36,7 +36,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
 
-from ..keys import _meta_field, get_metadata, get_name
+from ..cache.keys import _meta_field, get_metadata, get_name
 
 __all__ = [
     "FinalizerStep",

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from ..keys import (
+from ..cache.keys import (
     DeletedFinalStateUnknown,
     get_metadata,
     get_resource_version,

@@ -46,10 +46,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 
-from .._loop_thread import LoopThread, call_in_loop
-from ..backoff import Clock, RealClock
+from .._aio.loop_thread import LoopThread, call_in_loop
 from ..client.config import ClientConfig
 from ..client.rest import Client
+from ..clock import Clock, RealClock
 from ..factory import SharedInformerFactory
 from ..leaderelection import (
     DEFAULT_LEASE_DURATION,
@@ -66,10 +66,10 @@ from .predicates import Predicate
 from .reconcile import ReconcileFunc, Request
 
 if TYPE_CHECKING:
+    from ..cache.listers import Lister
+    from ..cache.shared_informer import SharedIndexInformer
     from ..client.discovery import ResourceInfo
     from ..client.sync import SyncClient
-    from ..listers import Lister
-    from ..shared_informer import SharedIndexInformer
     from ..workqueue import RateLimiter
 
 __all__ = ["LeaderElection", "LeaderElectionLostError", "Manager", "ManagerError"]

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from ..keys import (
+from ..cache.keys import (
     DeletedFinalStateUnknown,
     _meta_field,
     get_labels,

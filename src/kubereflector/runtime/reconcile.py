@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeAlias
 
-from ..keys import get_name, get_namespace
+from ..cache.keys import get_name, get_namespace
 
 __all__ = ["ReconcileFunc", "Request", "Result", "TerminalError"]
 

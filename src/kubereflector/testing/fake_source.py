@@ -44,10 +44,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
 
-from ..backoff import Clock, RealClock
-from ..errors import ApiError, ExpiredError, error_from_status
-from ..keys import meta_namespace_key_func
-from ..listwatch import (
+from ..cache.keys import meta_namespace_key_func
+from ..cache.listwatch import (
     ADDED,
     BOOKMARK,
     DELETED,
@@ -59,8 +57,10 @@ from ..listwatch import (
     WatchEvent,
     WatchStream,
 )
-from ._apiserver_store import invalid_resource_version, too_large, too_old
-from ._watch_timer import run_watch_timer
+from ..clock import Clock, RealClock
+from ..errors import ApiError, ExpiredError, error_from_status
+from .apiserver._store import invalid_resource_version, too_large, too_old
+from .apiserver._watch_timer import run_watch_timer
 
 __all__ = ["FakeControllerSource"]
 
@@ -127,7 +127,7 @@ def _decode_continue(token: str) -> tuple[int, str]:
 
 
 class FakeControllerSource:
-    """An in-memory :class:`~kubereflector.listwatch.ListerWatcher` with fault injection.
+    """An in-memory :class:`~kubereflector.cache.listwatch.ListerWatcher` with fault injection.
 
     ``history_limit`` is how many events are retained for watches and continue
     tokens from older resourceVersions (a watch or continue from before them

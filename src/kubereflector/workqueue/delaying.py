@@ -25,9 +25,9 @@ import logging
 import threading
 from typing import Any, Final
 
-from .._loop_thread import LoopThread
-from .._wakeup import ThreadWaiter, Waiters
-from ..backoff import Clock
+from .._aio.loop_thread import LoopThread
+from .._aio.wakeup import ThreadWaiter, Waiters
+from ..clock import Clock
 from .metrics import MetricsProvider
 from .queue import T, WorkQueue
 

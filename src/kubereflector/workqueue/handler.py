@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, Final, Generic, TypeVar, overload
 
-from ..keys import (
+from ..cache.keys import (
     deletion_handling_meta_namespace_key_func,
     get_resource_version,
     split_meta_namespace_key,

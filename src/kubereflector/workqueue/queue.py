@@ -25,9 +25,15 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from .._wakeup import Waiters, pop_blocking, pop_blocking_thread, pop_nowait
-from ..backoff import Clock, RealClock
-from ..queue import QueueClosed, QueueEmpty
+from .._aio.wakeup import (
+    QueueClosed,
+    QueueEmpty,
+    Waiters,
+    pop_blocking,
+    pop_blocking_thread,
+    pop_nowait,
+)
+from ..clock import Clock, RealClock
 from .metrics import MetricsProvider, _queue_metrics
 
 __all__ = ["NotProcessingError", "QueueEmpty", "QueueShutDown", "WorkQueue"]

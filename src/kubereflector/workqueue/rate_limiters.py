@@ -18,7 +18,7 @@ import threading
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from ..backoff import Clock, RealClock
+from ..clock import Clock, RealClock
 
 __all__ = [
     "BucketRateLimiter",

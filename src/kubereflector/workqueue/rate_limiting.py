@@ -16,7 +16,7 @@ The usual worker::
 
 from __future__ import annotations
 
-from ..backoff import Clock
+from ..clock import Clock
 from .delaying import DelayingQueue
 from .metrics import MetricsProvider
 from .queue import T

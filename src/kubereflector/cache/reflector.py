@@ -1,0 +1,872 @@
+"""The Reflector: lists a resource into a store, then watches it, forever.
+
+One cycle (:meth:`Reflector.list_and_watch`) gets the full state, either by a
+watch-list stream (``sendInitialEvents``) or by a paginated list, hands it to
+the store with a single ``replace``, then keeps watching from the last
+resourceVersion, applying each event with ``add``/``update``/``delete``.
+Watches that end normally, stall, hit a 429 or a refused connection are
+re-opened from the last resourceVersion without relisting; anything else
+(a 410 above all) ends the cycle, and :meth:`Reflector.run` starts the next one
+after backoff. The decisions live in :mod:`kubereflector.cache._relist`.
+
+Concurrency: a Reflector runs on one event loop. It is the only writer of its
+store while it runs; the store's readers may be on any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import math
+import random
+import reprlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..backoff import Backoff
+from ..clock import Clock, RealClock
+from ..errors import ApiError, error_from_status
+from . import _relist
+from ._gc import defer_full_collections
+from ._relist import (
+    VeryShortWatchError,
+    WatchAction,
+    WatchListUnsupportedError,
+    WatchStalledError,
+)
+from .compact import CompactMetadata, CompactObject, _compact_resource_version
+from .keys import deletion_handling_meta_namespace_key_func, get_metadata
+from .listwatch import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    ERROR,
+    MODIFIED,
+    ListerWatcher,
+    ListOptions,
+    WatchEvent,
+)
+from .store import (
+    Cache,
+    ReflectorStore,
+    ResourceVersionUpdater,
+    WatchChange,
+    _apply_one_by_one,
+)
+
+__all__ = [
+    "Reflector",
+    "ReflectorOptions",
+    "ReflectorStats",
+    "VeryShortWatchError",
+    "WatchErrorHandler",
+    "WatchListUnsupportedError",
+    "WatchStalledError",
+    "default_watch_error_handler",
+]
+
+logger = logging.getLogger("kubereflector.reflector")
+
+WatchErrorHandler = Callable[["Reflector", BaseException], None]
+"""Called with every error that ends a list-and-watch cycle; must return quickly."""
+
+
+def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
+    """Log at a level that fits: expected ends (410, very short watches) quietly."""
+    if _relist.is_expired(err):
+        logger.debug("%s: watch closed: %s", reflector.name, err)
+    elif isinstance(err, VeryShortWatchError):
+        logger.info("%s: %s", reflector.name, err)
+    else:
+        logger.warning("%s: list-and-watch failed: %s", reflector.name, err)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReflectorOptions:
+    """How a Reflector lists, watches and recovers: client-go's ``ReflectorOptions``
+    plus what client-go hard-codes, in one immutable value.
+
+    Pass one to :class:`Reflector`, :class:`~kubereflector.Controller`,
+    :class:`~kubereflector.SharedIndexInformer` or
+    :class:`~kubereflector.SharedInformerFactory` (a default for every informer,
+    and per resource). Derive a variant with ``dataclasses.replace(options,
+    idle_timeout=30)``. The defaults are client-go's where it has one; each field
+    says why. Raises ``ValueError`` (naming the field) for a value out of range,
+    ``TypeError`` for one of the wrong type.
+    """
+
+    idle_timeout: float | None = 90.0
+    """Seconds a watch may deliver nothing, not even a bookmark, before it is taken
+    for dead and opened again from the last resourceVersion (``None``: never).
+    API servers send a bookmark about every minute on watches that ask for them,
+    so a longer silence means a connection that died without a FIN (a NAT or a
+    load balancer forgot it): the watch would otherwise hang forever, the most
+    reported watch bug in Python clients. client-go has no such timer."""
+
+    min_watch_timeout: float = 300.0
+    """Each watch asks the server to end it after a random ``[min, 2*min)``
+    seconds (``timeoutSeconds``), after which it is opened again from the last
+    resourceVersion: client-go's 5 minutes, which spreads the reconnects of many
+    clients and lets them rebalance across API servers."""
+
+    page_size: int | None = None
+    """The ``limit`` of each list page. ``None``: 500 (client-go's pager default)
+    for lists at ``"0"`` or ``""``, and no limit for a list at a specific
+    resourceVersion, which the API server's watch cache serves whole. Smaller
+    pages cost more requests and less memory per response; a page size set here
+    applies to lists at a specific resourceVersion too, which the API server
+    then serves from etcd instead of its watch cache."""
+
+    use_watch_list: bool = True
+    """Sync with a watch-list stream (``sendInitialEvents``) first, as client-go's
+    newest informers do: the server streams the state from its watch cache
+    instead of building one large list. A server that refuses it is remembered
+    and listed (paginated) from then on; ``False`` lists from the start."""
+
+    max_internal_error_retry_duration: float = 30.0
+    """Seconds during which watches failing with 500 InternalError are opened
+    again (after backoff) from the last resourceVersion before the Reflector
+    gives up and relists (``0``: relist at the first). The API server's own
+    cacher uses 30 s for etcd losing its leader, which heals within a few
+    seconds: cheaper than every client relisting at once."""
+
+    backoff_initial: float = 0.8
+    """Seconds of the first wait after a failed cycle or a retriable watch error."""
+
+    backoff_factor: float = 2.0
+    """Each consecutive wait is this many times the previous (before jitter)."""
+
+    backoff_cap: float = 30.0
+    """The longest wait before jitter: a recovered server is noticed within it."""
+
+    backoff_jitter: float = 1.0
+    """Each wait is stretched by a random ``[0, jitter)`` of itself, so clients that
+    failed together do not all return at the same instant (``0``: none)."""
+
+    backoff_reset_after: float = 120.0
+    """After this many seconds without a wait, the next starts at ``backoff_initial``
+    again. These five are client-go's Reflector backoff (0.8 s doubling to 30 s,
+    jitter 1.0, reset after 2 minutes)."""
+
+    def __post_init__(self) -> None:
+        if self.idle_timeout is not None:
+            _check_positive(self, "idle_timeout")
+        if self.page_size is not None:
+            if isinstance(self.page_size, bool) or not isinstance(self.page_size, int):
+                raise TypeError(f"page_size must be an int or None (got {self.page_size!r})")
+            _check_positive(self, "page_size")
+        if not isinstance(self.use_watch_list, bool):
+            raise TypeError(f"use_watch_list must be a bool (got {self.use_watch_list!r})")
+        for name in ("min_watch_timeout", "backoff_initial", "backoff_reset_after"):
+            _check_positive(self, name)
+        for name in ("max_internal_error_retry_duration", "backoff_jitter"):
+            _check_number(self, name)
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0 (got {getattr(self, name)!r})")
+        _check_number(self, "backoff_factor")
+        if self.backoff_factor < 1:
+            raise ValueError(f"backoff_factor must be >= 1 (got {self.backoff_factor!r})")
+        _check_number(self, "backoff_cap")
+        if self.backoff_cap < self.backoff_initial:
+            raise ValueError(
+                f"backoff_cap must be >= backoff_initial (got {self.backoff_cap!r} "
+                f"and {self.backoff_initial!r})"
+            )
+
+    def new_backoff(self, clock: Clock) -> Backoff:
+        """A fresh :class:`~kubereflector.Backoff` with these settings, on ``clock``."""
+        return Backoff(
+            self.backoff_initial,
+            self.backoff_factor,
+            self.backoff_cap,
+            self.backoff_jitter,
+            self.backoff_reset_after,
+            clock=clock,
+        )
+
+
+def checked_options(options: object, what: str) -> ReflectorOptions:
+    """``options`` (``None``: the defaults); raises ``TypeError`` naming ``what``
+    for anything but a :class:`ReflectorOptions`."""
+    if options is None:
+        return ReflectorOptions()
+    if not isinstance(options, ReflectorOptions):
+        raise TypeError(f"{what} must be ReflectorOptions, not {type(options).__name__}")
+    return options
+
+
+def _check_number(options: ReflectorOptions, name: str) -> None:
+    value = getattr(options, name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number (got {value!r})")
+    if math.isnan(value):
+        raise ValueError(f"{name} must be a number (got {value!r})")
+
+
+def _check_positive(options: ReflectorOptions, name: str) -> None:
+    _check_number(options, name)
+    if getattr(options, name) <= 0:
+        raise ValueError(f"{name} must be > 0 (got {getattr(options, name)!r})")
+
+
+@dataclass(frozen=True, slots=True)
+class ReflectorStats:
+    """Counters since the Reflector was created (a snapshot)."""
+
+    lists: int
+    """Successful full syncs (lists and watch-lists)."""
+    relists: int
+    """Successful full syncs after the first."""
+    watches: int
+    """Watch streams opened (a watch-list counts once)."""
+    watch_restarts: int
+    """Watches re-opened without a relist (timeouts, stalls, 429s, refused connections)."""
+    stalls: int
+    """Watches found silent for longer than the idle limit."""
+    events: int
+    """Watch events received, bookmarks included."""
+    last_sync_resource_version: str
+
+
+class Reflector:
+    """Keeps a store in step with a resource on the API server (client-go's ``Reflector``).
+
+    ``store`` needs only ``add``/``update``/``delete``/``replace``/``resync``;
+    if it also has ``update_resource_version`` it is told every RV synced to,
+    bookmarks included, and if it has a ``transformer`` callable, objects of a
+    watch-list's initial stream pass through it before they are gathered.
+
+    Objects reach the store as the ListerWatcher produced them (hence a
+    ``ReflectorStore[Any]``: a store of any object type is accepted, and it is
+    the caller's to know what the ListerWatcher decodes); the store owns them
+    from then on. An object of the wrong kind (with ``expected_kind``) or
+    without metadata, and an object the store rejects (e.g. no name), is logged
+    by key and skipped: it never breaks the watch. A resourceVersion that is not
+    a string is ignored (logged once): the Reflector keeps the last good one. Log
+    lines and errors name what is watched by :attr:`source` (a
+    ``ResourceListWatch``: its URL).
+
+    ``options`` (:class:`ReflectorOptions`) tune listing, watching and recovery;
+    ``backoff`` replaces the Backoff built from them with an object of your own
+    (e.g. one that reports its waits). ``clock`` drives every wait.
+    """
+
+    def __init__(
+        self,
+        lister_watcher: ListerWatcher,
+        store: ReflectorStore[Any],
+        *,
+        name: str | None = None,
+        expected_kind: str | None = None,
+        resync_period: float = 0,
+        should_resync: Callable[[], bool] | None = None,
+        options: ReflectorOptions | None = None,
+        backoff: Backoff | None = None,
+        clock: Clock | None = None,
+        on_watch_error: WatchErrorHandler | None = None,
+    ) -> None:
+        if resync_period < 0:
+            raise ValueError(f"resync_period must be >= 0 (got {resync_period})")
+        self._lw = lister_watcher
+        self._store = store
+        self.expected_kind = expected_kind
+        self.name = name or f"reflector({expected_kind or type(lister_watcher).__name__})"
+        self.resync_period = resync_period
+        self.should_resync = should_resync
+        self._options = options = checked_options(options, "options")
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self.backoff = backoff if backoff is not None else options.new_backoff(self.clock)
+        self.on_watch_error: WatchErrorHandler = on_watch_error or default_watch_error_handler
+        self._internal_retry = _relist.InternalErrorRetry(options.max_internal_error_retry_duration)
+        self._use_watch_list = options.use_watch_list
+        self._last_sync_rv = ""
+        self._rv_unavailable = False
+        self._paginated_result = False
+        self._malformed_rv_logged = False
+        # The RV held when a change came with a malformed RV (None: none since).
+        self._stale_rv: str | None = None
+        # The open watch started at "" or "0" and no bookmark has come since.
+        self._unanchored = False
+        # counters (see ReflectorStats)
+        self._lists = 0
+        self._watches = 0
+        self._watch_restarts = 0
+        self._stalls = 0
+        self._events = 0
+
+    # -- public ---------------------------------------------------------------
+
+    @property
+    def store(self) -> ReflectorStore[Any]:
+        """The store the Reflector writes to."""
+        return self._store
+
+    @property
+    def options(self) -> ReflectorOptions:
+        """The settings this Reflector runs with."""
+        return self._options
+
+    @property
+    def source(self) -> str:
+        """What this Reflector lists and watches, for its log lines and errors: the
+        ListerWatcher's ``url`` when it has one (the HTTP client's does), else its
+        ``str()``."""
+        url = getattr(self._lw, "url", None)
+        return url if isinstance(url, str) and url else str(self._lw)
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion of the last list, watch-list or watch event applied."""
+        return self._last_sync_rv
+
+    @property
+    def uses_watch_list(self) -> bool:
+        """Whether the next sync will try a watch-list (false once the server refused one)."""
+        return self._use_watch_list
+
+    def stats(self) -> ReflectorStats:
+        """A snapshot of the counters since this Reflector was created (lists, relists,
+        watches, restarts, stalls, ...). Any thread."""
+        return ReflectorStats(
+            lists=self._lists,
+            relists=max(0, self._lists - 1),
+            watches=self._watches,
+            watch_restarts=self._watch_restarts,
+            stalls=self._stalls,
+            events=self._events,
+            last_sync_resource_version=self._last_sync_rv,
+        )
+
+    async def run(self) -> None:
+        """List and watch until cancelled, with backoff between cycles.
+
+        Every error that ends a cycle goes to ``on_watch_error``; the next cycle
+        starts after ``backoff``. Cancelling closes the open stream before
+        returning; the store is left as the last applied event made it.
+        """
+        logger.debug("%s: starting", self.name)
+        try:
+            while True:
+                wait_at_least = 0.0
+                try:
+                    await self.list_and_watch()
+                except Exception as err:
+                    wait_at_least = _relist.retry_after(err)
+                    self.on_watch_error(self, err)
+                await self.backoff.wait(at_least=wait_at_least)
+        finally:
+            logger.debug("%s: stopped", self.name)
+
+    async def list_and_watch(self) -> None:
+        """Run one cycle: sync the store fully, then watch until the cycle ends.
+
+        Never returns normally: it raises the error that ended the cycle
+        (:class:`~kubereflector.ExpiredError` when the watch's history expired,
+        :class:`VeryShortWatchError`, the list's error, ...).
+        """
+        synced = asyncio.Event()
+        if self._take_stale_rv():
+            self._rv_unavailable = True  # sync at "" (see _relist_instead_of_replaying)
+        use_watch_list = self._use_watch_list
+        if not use_watch_list:
+            await self._list()
+            synced.set()
+        resync = asyncio.create_task(self._resync_loop(synced)) if self.resync_period > 0 else None
+        try:
+            await self._watch_loop(synced, use_watch_list)
+        finally:
+            if resync is not None:
+                await _cancel_and_wait(resync)
+
+    # -- listing ----------------------------------------------------------------
+
+    async def _list(self) -> None:
+        """A full list into the store with one ``replace``.
+
+        The whole of it (every page, the decoding, the ``replace``) runs in a
+        :func:`~kubereflector.cache._gc.defer_full_collections` sync window: no full
+        collection of the garbage collector while the new objects pile up.
+        """
+        with defer_full_collections(sync=True):
+            await self._list_in_window()
+
+    async def _list_in_window(self) -> None:
+        rv = _relist.relist_resource_version(self._last_sync_rv, self._rv_unavailable)
+        try:
+            items, list_rv, paginated = await self._paged_list(rv)
+        except ApiError as err:
+            if rv == "" or not _relist.is_resource_version_unavailable(err):
+                raise
+            self._resource_version_unavailable(rv, err)
+            rv = ""
+            items, list_rv, paginated = await self._paged_list(rv)
+        if rv == "0" and paginated:
+            self._paginated_result = True
+        self._rv_unavailable = False
+        list_rv = self._recordable(list_rv, "list")
+        self._store.replace(items, list_rv)
+        self._lists += 1
+        self._synced_to(list_rv)
+        logger.debug("%s: listed %d objects at resourceVersion %s", self.name, len(items), list_rv)
+
+    async def _paged_list(self, rv: str) -> tuple[list[Any], str, bool]:
+        """All pages of a list at ``rv``: (items, resourceVersion, was it paginated)."""
+        limit = _relist.list_page_size(self._options.page_size, self._paginated_result, rv)
+        options = ListOptions(resource_version=rv, limit=limit)
+        result = await self._lw.list(options)
+        items = list(result.items)
+        paginated = False
+        while result.continue_:
+            paginated = True
+            page = ListOptions(limit=limit, continue_=result.continue_)
+            try:
+                result = await self._lw.list(page)
+            except ApiError as err:
+                if not _relist.is_expired(err):
+                    raise
+                # The snapshot behind the continue token is gone: list everything
+                # at once, at the RV first asked for.
+                logger.info("%s: continue token expired; listing in full", self.name)
+                result = await self._lw.list(ListOptions(resource_version=rv))
+                items = list(result.items)
+                break
+            items.extend(result.items)
+        return items, result.resource_version, paginated
+
+    # -- watching ---------------------------------------------------------------
+
+    def _watch_options(self, watch_list: bool) -> ListOptions:
+        timeout = _relist.watch_timeout_seconds(self._options.min_watch_timeout, random.random())
+        if watch_list:
+            return ListOptions(
+                resource_version=_relist.rewatch_resource_version(
+                    self._last_sync_rv, self._rv_unavailable
+                ),
+                resource_version_match="NotOlderThan",
+                send_initial_events=True,
+                allow_watch_bookmarks=True,
+                timeout_seconds=timeout,
+            )
+        return ListOptions(
+            resource_version=self._last_sync_rv,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout,
+        )
+
+    async def _watch_loop(self, synced: asyncio.Event, watch_list: bool) -> None:
+        """Open watches one after another until an error ends the cycle."""
+        while True:
+            if self._take_stale_rv():
+                await self._relist_instead_of_replaying()
+            if not watch_list and self._last_sync_rv in ("", "0"):
+                # A server starts such a watch with its state as ADDED events, whose
+                # resourceVersions are no position in the stream (only a bookmark's is).
+                self._unanchored = True
+            start = self.clock.now()
+            try:
+                count = await self._stream(self._watch_options(watch_list), synced)
+            except Exception as err:
+                if watch_list and not synced.is_set():
+                    watch_list = await self._after_failed_watch_list(err, synced)
+                    continue
+                watch_list = False
+                now = self.clock.now()
+                self._internal_retry.after(err, now)
+                action = _relist.classify_watch_error(err, self._internal_retry.should_retry(now))
+                if action is WatchAction.RELIST_CURRENT:
+                    self._resource_version_unavailable(self._last_sync_rv, err)
+                    raise
+                if action is WatchAction.END_CYCLE:
+                    raise
+                if isinstance(err, WatchStalledError):
+                    logger.info("%s; watching again", err)
+                else:
+                    logger.debug("%s: watch ended (%s); watching again", self.name, err)
+                self._watch_restarts += 1
+                if action is WatchAction.BACKOFF_REWATCH:
+                    await self.backoff.wait(at_least=_relist.retry_after(err))
+                continue
+            if watch_list and not synced.is_set():
+                watch_list = await self._after_failed_watch_list(
+                    WatchListUnsupportedError(
+                        "the watch-list stream ended without the initial-events-end bookmark"
+                    ),
+                    synced,
+                )
+                continue
+            watch_list = False
+            if count == 0 and self.clock.now() - start < _relist.VERY_SHORT_WATCH:
+                raise VeryShortWatchError(
+                    f"{self.name}: watch lasted less than a second and delivered no event"
+                )
+            self._watch_restarts += 1
+
+    async def _after_failed_watch_list(self, err: Exception, synced: asyncio.Event) -> bool:
+        """Handle a watch-list that failed before its initial events ended.
+
+        Returns whether to try a watch-list again (else a list has synced the store).
+        """
+        if _relist.is_watch_error_retriable(err) or isinstance(err, WatchStalledError):
+            logger.info("%s: watch-list failed (%s); backing off", self.name, err)
+            await self.backoff.wait(at_least=_relist.retry_after(err))
+            return True
+        unavailable = _relist.is_resource_version_unavailable(err)
+        if unavailable and not self._rv_unavailable:
+            # Once more at "", the current state; refused even there: list (below).
+            self._resource_version_unavailable(self._last_sync_rv, err)
+            return True
+        if not unavailable and _relist.refuses_watch_list(err):
+            logger.info("%s: the server does not support watch-list (%s); listing", self.name, err)
+            self._use_watch_list = False
+        else:
+            logger.warning("%s: watch-list failed (%s); falling back to a list", self.name, err)
+        await self._list()
+        synced.set()
+        return False
+
+    async def _stream(self, options: ListOptions, synced: asyncio.Event) -> int:
+        """One watch connection, consumed in a child task next to an idle watchdog.
+
+        Returns the number of events when the stream ends normally; raises the
+        stream's error, or :class:`WatchStalledError` when the watchdog fired.
+        The stream is closed before this returns, also on cancellation.
+        """
+        self._watches += 1
+        idle_timeout = self._options.idle_timeout
+        consumer = asyncio.create_task(self._consume(options, synced))
+        if idle_timeout is None:
+            try:
+                return await consumer
+            finally:
+                await _cancel_and_wait(consumer)
+        watchdog = asyncio.create_task(self._watchdog(idle_timeout))
+        try:
+            await asyncio.wait({consumer, watchdog}, return_when=asyncio.FIRST_COMPLETED)
+            if consumer.done():
+                return consumer.result()
+            self._stalls += 1
+            raise WatchStalledError(
+                f"{self.name}: the watch of {self.source} was silent for at least "
+                f"{watchdog.result():.0f} s (no event or bookmark; the idle limit is "
+                f"{idle_timeout:g} s): treating it as dead"
+            )
+        finally:
+            await _cancel_and_wait(consumer)
+            await _cancel_and_wait(watchdog)
+
+    async def _watchdog(self, idle: float) -> float:
+        """Return how long no event arrived, once that is ``idle`` seconds or more
+        (checked every idle/4)."""
+        tick = idle / 4
+        seen = self._events
+        quiet_since = self.clock.now()
+        while True:
+            await self.clock.sleep(tick)
+            now = self.clock.now()
+            if self._events != seen:
+                seen = self._events
+                quiet_since = now
+            elif now - quiet_since >= idle:
+                return now - quiet_since
+
+    async def _consume(self, options: ListOptions, synced: asyncio.Event) -> int:
+        """Apply one stream's events; returns how many arrived.
+
+        While a watch-list's initial events flow (``synced`` not set) they are
+        gathered in a temporary store that replaces the real one in one step at
+        the initial-events-end bookmark; the same stream then goes on. Those
+        initial events run in a :func:`~kubereflector.cache._gc.defer_full_collections`
+        sync window, closed at that bookmark or when the stream ends.
+        """
+        store = self._store
+        initial: Cache | None = None
+        transformer: Callable[[Any], Any] | None = None
+        if not synced.is_set():
+            initial = Cache(deletion_handling_meta_namespace_key_func)
+            candidate = getattr(store, "transformer", None)
+            transformer = candidate if callable(candidate) else None
+        with contextlib.ExitStack() as gc_window:
+            if initial is not None:
+                gc_window.enter_context(defer_full_collections(sync=True))
+            return await self._apply_events(options, synced, initial, transformer, gc_window)
+
+    async def _apply_events(
+        self,
+        options: ListOptions,
+        synced: asyncio.Event,
+        initial: Cache | None,
+        transformer: Callable[[Any], Any] | None,
+        gc_window: contextlib.ExitStack,
+    ) -> int:
+        """The loop of :meth:`_consume`; ``gc_window`` is closed once a watch-list's
+        initial events have been handed to the store.
+
+        The changes are written to the store a batch at a time: those that
+        arrived between two turns of the event loop, when the stream marks the
+        turns (``with_turn_marks``, as the REST client's streams do), else one
+        event at a time. A batch goes in one
+        :meth:`~kubereflector.WatchChangeWriter.apply_watch_changes` call when
+        the store has it; the resourceVersion is recorded after the batch.
+        Nothing is held back across an ``await``.
+        """
+        store = self._store
+        initial_rv = ""
+        expected_kind = self.expected_kind
+        count = 0
+        changes: list[WatchChange] = []
+        last_rv = ""
+
+        def flush() -> None:
+            """Write the batch, then record its last resourceVersion."""
+            nonlocal changes, last_rv, initial_rv
+            if changes:
+                write(changes)
+                changes = []
+            if last_rv:
+                if initial is not None:
+                    initial_rv = last_rv
+                else:
+                    self._last_sync_rv = last_rv
+                    if updater is not None:
+                        updater.update_resource_version(last_rv)
+                last_rv = ""
+
+        write = self._writer(initial if initial is not None else store)
+        updater = store if isinstance(store, ResourceVersionUpdater) else None
+        async with self._lw.watch(options) as stream:
+            with_turn_marks = getattr(stream, "with_turn_marks", None)
+            marked = callable(with_turn_marks)
+            events: AsyncIterator[WatchEvent | None] = (
+                with_turn_marks() if callable(with_turn_marks) else stream
+            )
+            try:
+                async for event in events:
+                    if event is None:  # the loop's turn is next: write what came before
+                        flush()
+                        continue
+                    count += 1
+                    self._events += 1
+                    etype, obj = event
+                    if etype == ERROR:
+                        if isinstance(obj, Mapping):
+                            raise error_from_status(obj)
+                        raise ApiError(
+                            500,
+                            "InternalError",
+                            f"a watch ERROR event of {self.source} carried a "
+                            f"{type(obj).__name__} instead of a Status",
+                        )
+                    if type(obj) is dict:
+                        meta = obj.get("metadata")
+                        kind = obj.get("kind")
+                    elif type(obj) is CompactObject:
+                        meta = obj.get("metadata")
+                        kind = obj.kind
+                    else:
+                        meta = get_metadata(obj)
+                        kind = getattr(obj, "kind", None)
+                    if meta is None:
+                        logger.error(
+                            "%s: %s event of %s for an object without metadata; skipped",
+                            self.name,
+                            etype,
+                            self.source,
+                        )
+                        continue
+                    if expected_kind is not None and kind is not None and kind != expected_kind:
+                        logger.error(
+                            "%s: expected kind %s, but a %s event of %s carried a %r; skipped",
+                            self.name,
+                            expected_kind,
+                            etype,
+                            self.source,
+                            kind,
+                        )
+                        continue
+                    if type(meta) is dict:
+                        rv = meta.get("resourceVersion")
+                    elif type(meta) is CompactMetadata:
+                        rv = _compact_resource_version(meta)
+                    else:
+                        rv = _resource_version(meta)
+                    if type(rv) is not str:
+                        rv = self._recordable(
+                            rv, etype, change=initial is None and etype != BOOKMARK
+                        )
+                    if etype == BOOKMARK:
+                        if initial is not None and _relist.is_initial_events_end(meta):
+                            flush()
+                            final_rv = rv or initial_rv
+                            store.replace(initial.list(), final_rv)
+                            self._rv_unavailable = False
+                            self._lists += 1
+                            initial = None
+                            transformer = None
+                            write = self._writer(store)
+                            gc_window.close()
+                            synced.set()
+                            self._synced_to(final_rv)
+                            logger.debug(
+                                "%s: watch-list synced at resourceVersion %s",
+                                self.name,
+                                final_rv,
+                            )
+                            continue
+                        if rv:
+                            self._unanchored = False
+                    elif etype in _CHANGES:
+                        if transformer is None or etype == DELETED:
+                            changes.append((etype, obj))
+                        else:
+                            try:
+                                changes.append((etype, transformer(obj)))
+                            except Exception as err:
+                                self._log_unapplied(etype, err)
+                    else:
+                        logger.error(
+                            "%s: unknown watch event type %r from %s; skipped",
+                            self.name,
+                            etype,
+                            self.source,
+                        )
+                        continue
+                    if rv:
+                        last_rv = rv
+                    if not marked:
+                        flush()
+            finally:  # an error: the changes before it are written first
+                flush()
+        return count
+
+    def _writer(self, target: ReflectorStore[Any]) -> Callable[[list[WatchChange]], None]:
+        """A function that applies a batch of changes to ``target``, in order,
+        logging (and skipping) each change the target refuses; a target that
+        raises instead is logged too, and the watch goes on."""
+        apply = getattr(target, "apply_watch_changes", None)
+        if not callable(apply):
+            apply = functools.partial(_apply_one_by_one, target)
+
+        def write(changes: list[WatchChange]) -> None:
+            try:
+                failed = apply(changes)
+            except Exception as err:
+                logger.error(
+                    "%s: could not apply %d watch events of %s: %s",
+                    self.name,
+                    len(changes),
+                    self.source,
+                    err,
+                )
+                return
+            for (etype, _), refusal in failed:
+                self._log_unapplied(etype, refusal)
+
+        return write
+
+    def _log_unapplied(self, etype: str, err: Exception) -> None:
+        logger.error("%s: could not apply a %s event of %s: %s", self.name, etype, self.source, err)
+
+    def _synced_to(self, rv: str) -> None:
+        self._last_sync_rv = rv
+        if isinstance(self._store, ResourceVersionUpdater):
+            self._store.update_resource_version(rv)
+
+    def _recordable(self, rv: object, what: str, *, change: bool = False) -> str:
+        """``rv`` if it can be recorded, else ``""`` (absent). A malformed one is
+        logged, at WARNING the first time (then DEBUG: a broken server would
+        flood the log); on a ``change`` applied to the store it also leaves the
+        RV held behind the store (see :meth:`_take_stale_rv`)."""
+        if _relist.is_malformed_resource_version(rv):
+            if change:
+                self._stale_rv = self._last_sync_rv
+            level = logging.DEBUG if self._malformed_rv_logged else logging.WARNING
+            self._malformed_rv_logged = True
+            logger.log(
+                level,
+                "%s: the resourceVersion of a %s from %s is not a string (%s %s); "
+                "ignored, resourceVersion stays %r",
+                self.name,
+                what,
+                self.source,
+                type(rv).__name__,
+                reprlib.repr(rv),
+                self._last_sync_rv,
+            )
+        return _relist.resource_version_of(rv)
+
+    def _take_stale_rv(self) -> bool:
+        """Whether the RV held is no position to watch from again, and forgets it:
+        the last change applied came with a malformed RV and no usable RV came
+        after it (so the RV held is behind the store), or the watch started at
+        ``""``/``"0"`` and no bookmark came (so the RV held is an object's, from
+        the state the server sent first, not the stream's)."""
+        stale = self._unanchored or (
+            self._stale_rv is not None and self._stale_rv == self._last_sync_rv
+        )
+        self._stale_rv = None
+        self._unanchored = False
+        return stale
+
+    async def _relist_instead_of_replaying(self) -> None:
+        """The RV held is no position in the stream (see :meth:`_take_stale_rv`):
+        watching again from it would deliver changes a second time, or a delete
+        of an object never seen, so list at ``""`` instead."""
+        logger.info(
+            "%s: resourceVersion %r is no position in the watch stream; listing "
+            "instead of watching again from it",
+            self.name,
+            self._last_sync_rv,
+        )
+        self._rv_unavailable = True
+        await self._list()
+
+    def _resource_version_unavailable(self, rv: str, err: BaseException) -> None:
+        """``rv`` cannot be served (expired, too large, refused as invalid): the
+        next sync is at ``""``, the current state."""
+        self._rv_unavailable = True
+        if _relist.is_invalid_resource_version(err):
+            logger.warning(
+                "%s: the server refused resourceVersion %r as invalid (%s); "
+                "syncing from the current state",
+                self.name,
+                rv,
+                err,
+            )
+        else:
+            logger.info("%s: resourceVersion %r unavailable (%s); syncing anew", self.name, rv, err)
+
+    async def _resync_loop(self, synced: asyncio.Event) -> None:
+        """Every ``resync_period`` (once synced), ``store.resync()`` if ``should_resync`` agrees."""
+        await synced.wait()
+        while True:
+            await self.clock.sleep(self.resync_period)
+            if self.should_resync is None or self.should_resync():
+                logger.debug("%s: resync", self.name)
+                try:
+                    self._store.resync()
+                except Exception:
+                    logger.exception("%s: store.resync() failed", self.name)
+
+    def __repr__(self) -> str:
+        return f"<Reflector {self.name} rv={self._last_sync_rv!r}>"
+
+
+_CHANGES: Final = frozenset((ADDED, MODIFIED, DELETED))
+
+
+def _resource_version(meta: Any) -> str | None:
+    if isinstance(meta, Mapping):
+        return meta.get("resourceVersion")
+    return getattr(meta, "resource_version", None)
+
+
+async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` (if running) and wait until it has finished."""
+    if not task.done():
+        task.cancel()
+    await asyncio.wait({task})  # unlike `await task`, never swallows the caller's own cancel
+    if not task.cancelled():
+        task.exception()  # retrieved: its outcome is discarded

@@ -1,0 +1,672 @@
+"""ApiServerEmulator: an in-process HTTP server that behaves like kube-apiserver for the
+parts informers use, with fault injection.
+
+::
+
+    async with ApiServerEmulator() as server:
+        server.create("pods", {"metadata": {"name": "a"}, "spec": {...}})
+        config = load_config(server.kubeconfig_path)   # or kubectl --kubeconfig ...
+        server.fail_next(2, 429, retry_after=1)        # the next two requests get 429
+        server.drop_watches()                          # every open watch ends
+
+or from a shell (runs until SIGINT/SIGTERM)::
+
+    python -m kubereflector.testing.apiserver --port 6443 --write-kubeconfig kc.yaml
+
+What it serves: core/v1 namespaces, pods, configmaps, secrets, services,
+apps/v1 deployments, events.k8s.io/v1 events, coordination.k8s.io/v1 leases and
+apiextensions.k8s.io/v1 customresourcedefinitions (creating one serves its
+resource: discovery, printer columns, schema), plus any resource registered with
+:meth:`register_resource` (a CRD stand-in from Python), with legacy and
+aggregated (v2) discovery, and OpenAPI v2 (JSON) and v3 documents with
+server-side field validation (``fieldValidation``), enough for ``kubectl create
+-f`` and ``kubectl apply -f`` to validate. Writes (create, update,
+merge/JSON/strategic patch, server-side apply, delete, deletecollection, the
+``status`` subresource, ``dryRun=All``) bump one global resourceVersion (a
+decimal string), stamp ``resourceVersion``, ``uid``, ``creationTimestamp`` and,
+for resources that have one, ``generation`` (on spec changes), and record
+``managedFields`` per field manager; they fail as kube-apiserver does (409
+Conflict or AlreadyExists, 422 Invalid with causes, 400). Lists and
+watches follow kube-apiserver's resourceVersion semantics, paging with continue
+tokens that expire with the retained history, label and field selectors,
+watch-list (``sendInitialEvents``) with the ``k8s.io/initial-events-end``
+bookmark, periodic bookmarks, ``timeoutSeconds``, metadata-only
+(``as=PartialObjectMetadata[List]``) and Table (``as=Table``, for kubectl)
+answers. Errors are ``Status`` objects with kube's codes, reasons and messages.
+
+Time: every timed behaviour (bookmark interval, ``timeoutSeconds``, history
+retention in seconds, slowed streams) runs on the injectable ``clock``; pass a
+:class:`~kubereflector.testing.FakeClock` and tests never wait for wall time.
+Timestamps inside objects (``creationTimestamp``) are wall-clock, as in kube.
+
+Threading: use an emulator from the event loop it serves on (the Python data
+API is synchronous and runs between requests, so each call is atomic). Before
+:meth:`start`, the data API may be used from anywhere.
+
+Ownership: the data API copies what it is given and returns fresh copies; the
+stored objects are immutable and shared by every list and watch response.
+
+Deliberate differences from kube-apiserver (each for a reason):
+
+* Deletion is immediate (no graceful period, no kubelet); objects with
+  ``metadata.finalizers`` get a ``deletionTimestamp`` and go when the last
+  finalizer is removed. Deleting a namespace removes its objects at once,
+  finalizers or not, then the namespace.
+* Lists with ``resourceVersion="0"`` or ``resourceVersionMatch=NotOlderThan``
+  ignore ``limit`` (served "from the watch cache", which pages only in kube
+  >= 1.33 with the snapshot feature); lists with a selector and ``limit`` get a
+  continue token only when more matches exist; ``remainingItemCount`` is given
+  only for lists without selectors, as in kube.
+* History is kept per resource (like the watch cache) with a global
+  resourceVersion (like etcd); ``compact()`` empties every resource's history.
+  A too-large resourceVersion on a watch-list is answered at once (kube waits
+  up to 3 s for it to arrive first).
+* Strategic merge patch is a JSON merge patch that ignores ``$`` directives
+  (lists are replaced, not merged by key); protobuf is refused (415: kubectl's
+  generators such as ``kubectl create configmap`` send protobuf, and the 415
+  says to use ``create -f``/``apply -f``). No admission, defaulting (beyond a
+  pod's ``status.phase: Pending`` and a namespace's phase and name label),
+  schema validation (only unknown top-level and metadata fields are reported)
+  or RBAC. A CRD serves its storage version only.
+* Server-side apply and managedFields follow structured-merge-diff without
+  schemas: every list is atomic except the built-in keyed lists the emulator
+  knows (see ``_apiserver_fields``); a status-subresource write changes only
+  ``status``. Events are served in events.k8s.io/v1 only.
+* The Python data API writes like the storage layer: no field manager,
+  ``status`` included, custom resources need no ``kind``.
+* Auth: one bearer token (or none); ``/healthz``, ``/livez``, ``/readyz`` and
+  ``/version`` are open to anonymous requests, everything else needs the token.
+  (kubectl 1.37 sends a bearer token only over TLS: give kubectl ``tls=True``,
+  or ``token=None`` on plain HTTP.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import enum
+import os
+import secrets
+import shutil
+import signal
+import ssl
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Final, Literal
+
+import yaml
+from aiohttp import web
+
+from ...clock import Clock, RealClock
+from ...errors import ApiError, error_from_status
+from ._crd import install as install_crds
+from ._http import ApiHandler, Faults
+from ._resources import DEFAULT_VERBS, ResourceInfo
+from ._store import ENCODER, Record, Store, copy_out, decode
+from ._tls import make_server_tls
+from ._validation import StatusError
+
+__all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "main", "sample_pod"]
+
+_CONTEXT: Final = "emulator"
+_LOCAL_NAMES: Final = ("127.0.0.1", "localhost", "::1")
+
+
+class _Token(enum.Enum):
+    RANDOM = "random"
+
+
+RANDOM_TOKEN: Final = _Token.RANDOM
+"""The default ``token``: a fresh random bearer token per emulator."""
+
+
+class ApiServerEmulator:
+    """A kube-apiserver stand-in over real HTTP (see the module documentation).
+
+    ``host``/``port``: where to listen (``port=0``: an ephemeral port, kept
+    across :meth:`restart`). ``tls``: serve HTTPS with a certificate from a CA
+    generated at first start (``ca_pem``; needs the ``emulator`` extra:
+    ``pip install 'kubereflector[emulator]'``). ``token``: the
+    bearer token every request must carry (``None``: no authentication; by
+    default a random one). ``history_limit``: events retained per resource for
+    watches and continue tokens from older resourceVersions; ``history_seconds``:
+    also drop events older than that (on ``clock``). ``bookmark_interval``:
+    seconds between BOOKMARKs on watches that allow them.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: bool = False,
+        token: str | Literal[_Token.RANDOM] | None = RANDOM_TOKEN,
+        history_limit: int = 10_000,
+        history_seconds: float | None = None,
+        bookmark_interval: float = 60.0,
+        clock: Clock | None = None,
+    ) -> None:
+        if history_limit < 0:
+            raise ValueError(f"history_limit must be >= 0 (got {history_limit})")
+        if history_seconds is not None and history_seconds < 0:
+            raise ValueError(f"history_seconds must be >= 0 or None (got {history_seconds})")
+        if not bookmark_interval > 0:
+            raise ValueError(f"bookmark_interval must be > 0 (got {bookmark_interval})")
+        self._host = host
+        self._port = port
+        self._tls = tls
+        self._token: str | None = secrets.token_urlsafe(24) if token is RANDOM_TOKEN else token
+        self.clock: Final[Clock] = clock if clock is not None else RealClock()
+        self._store = Store(
+            clock=self.clock, history_limit=history_limit, history_seconds=history_seconds
+        )
+        install_crds(self._store)
+        self._faults = Faults()
+        self._handler = ApiHandler(
+            store=self._store,
+            faults=self._faults,
+            clock=self.clock,
+            token=self._token,
+            bookmark_interval=bookmark_interval,
+            server_address=lambda: f"{self._url_host()}:{self._port}",
+            restart=self._bounce,
+        )
+        self._ssl: ssl.SSLContext | None = None
+        self._ca_pem: bytes | None = None
+        self._web_server: web.Server | None = None
+        self._runner: web.ServerRunner | None = None
+        self._tmpdir: str | None = None
+        self._owner: int | None = None  # the thread of the serving event loop
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> ApiServerEmulator:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Listen, and write the kubeconfig (:attr:`kubeconfig_path`)."""
+        if self._runner is not None:
+            raise RuntimeError("the emulator is already running")
+        if self._tls and self._ssl is None:
+            self._make_tls()
+        self._web_server = web.Server(self._handler, handler_cancellation=True, access_log=None)
+        self._runner = web.ServerRunner(self._web_server, shutdown_timeout=5.0)
+        await self._runner.setup()
+        try:
+            await self._listen()
+        except BaseException:
+            await self._runner.cleanup()
+            self._runner = None
+            raise
+        self._owner = threading.get_ident()
+        self._tmpdir = tempfile.mkdtemp(prefix="kubereflector-emulator-")
+        self.write_kubeconfig(os.path.join(self._tmpdir, "kubeconfig"))
+
+    async def stop(self) -> None:
+        """End every watch, close every connection, stop listening; remove the kubeconfig.
+
+        The data stays: :meth:`start` serves it again, on the same port.
+        """
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        self._handler.drop_watches(abrupt=False)
+        await runner.cleanup()
+        self._web_server = None
+        self._owner = None
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    async def restart(self) -> None:
+        """Stop and start again on the same port, as a restarted kube-apiserver: every
+        connection and stream is cut (watches end without the closing chunk), the
+        data and the history stay."""
+        await self._bounce(None)
+
+    async def _bounce(self, keep: Any) -> None:
+        runner, server = self._runner, self._web_server
+        if runner is None or server is None:
+            raise RuntimeError("the emulator is not running")
+        self._handler.drop_watches(abrupt=True)
+        for site in list(runner.sites):
+            await site.stop()
+        for connection in server.connections:
+            if connection is not keep:
+                connection.force_close()
+        await asyncio.sleep(0)
+        await self._listen()
+
+    async def _listen(self) -> None:
+        assert self._runner is not None
+        site = web.TCPSite(self._runner, self._host, self._port, ssl_context=self._ssl)
+        await site.start()
+        self._port = int(self._runner.addresses[-1][1])
+
+    def _make_tls(self) -> None:
+        names = list(_LOCAL_NAMES)
+        if self._host not in names and self._host not in ("", "0.0.0.0", "::"):
+            names.append(self._host)
+        tls = make_server_tls(names)
+        self._ssl = tls.context
+        self._ca_pem = tls.ca_pem
+
+    # -- where and how to connect ------------------------------------------------------------
+
+    def _url_host(self) -> str:
+        host = self._host if self._host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        return f"[{host}]" if ":" in host else host
+
+    @property
+    def running(self) -> bool:
+        """Whether the server is serving (between :meth:`start` and :meth:`stop`)."""
+        return self._runner is not None
+
+    @property
+    def port(self) -> int:
+        """The port (the bound one once started)."""
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http(s)://host:port`` (valid once started)."""
+        scheme = "https" if self._tls else "http"
+        return f"{scheme}://{self._url_host()}:{self._port}"
+
+    @property
+    def token(self) -> str | None:
+        """The bearer token requests must carry (``None``: no authentication)."""
+        return self._token
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """The PEM of the CA that signed the server certificate (``None`` without TLS)."""
+        return self._ca_pem
+
+    @property
+    def kubeconfig_path(self) -> str:
+        """A kubeconfig for this server (context ``emulator``, namespace ``default``),
+        written at start into a private temporary directory and removed at stop."""
+        if self._tmpdir is None:
+            raise RuntimeError("the emulator is not running: start it first")
+        return os.path.join(self._tmpdir, "kubeconfig")
+
+    def kubeconfig(self) -> dict[str, Any]:
+        """The kubeconfig as a dict (server, CA data when TLS, token)."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if self._ca_pem is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self._ca_pem).decode()
+        user: dict[str, Any] = {"token": self._token} if self._token else {}
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": _CONTEXT, "cluster": cluster}],
+            "users": [{"name": _CONTEXT, "user": user}],
+            "contexts": [
+                {
+                    "name": _CONTEXT,
+                    "context": {"cluster": _CONTEXT, "user": _CONTEXT, "namespace": "default"},
+                }
+            ],
+            "current-context": _CONTEXT,
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`kubeconfig` to ``path`` (mode 0600: it holds the token)."""
+        text = yaml.safe_dump(self.kubeconfig(), sort_keys=False)
+        fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def __repr__(self) -> str:
+        state = self.url if self.running else "stopped"
+        return f"ApiServerEmulator({state}, resource_version={self._store.rv})"
+
+    # -- data ---------------------------------------------------------------------------------
+
+    def _check_thread(self) -> None:
+        if self._owner is not None and self._owner != threading.get_ident():
+            raise RuntimeError(
+                "use a running ApiServerEmulator from the thread of the event loop it serves on "
+                "(from other threads: loop.call_soon_threadsafe)"
+            )
+
+    @property
+    def resource_version(self) -> str:
+        """The current global resourceVersion."""
+        return str(self._store.rv)
+
+    def register_resource(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        kind: str,
+        *,
+        namespaced: bool = True,
+        short_names: Sequence[str] = (),
+        singular: str | None = None,
+        verbs: Sequence[str] = DEFAULT_VERBS,
+        categories: Sequence[str] = (),
+        status_subresource: bool = False,
+    ) -> str:
+        """Serve a new resource (a CRD stand-in) at ``/apis/{group}/{version}/...``, in
+        discovery too. Returns its name for the data API (``"plural.group"``). Its
+        list items carry ``kind``/``apiVersion``, as custom resources' do."""
+        self._check_thread()
+        info = ResourceInfo(
+            group,
+            version,
+            plural,
+            kind,
+            namespaced=namespaced,
+            singular=singular or kind.lower(),
+            short_names=tuple(short_names),
+            verbs=tuple(verbs),
+            categories=tuple(categories),
+            subresources=("status",) if status_subresource else (),
+        )
+        return self._store.register(info).info.group_resource
+
+    def create(
+        self, resource: str, obj: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Create ``obj`` (in ``namespace``, else its own, else ``"default"``), as a POST
+        would; server-set fields in ``obj`` are ignored. Raises
+        :class:`~kubereflector.ApiError` (409 AlreadyExists, 404 for a missing
+        namespace, 422 Invalid). Returns the stored object (a copy)."""
+        self._check_thread()
+        bucket = self._store.resolve(resource)
+        body = _copy_in(obj)
+        if bucket.info.namespaced and namespace is None:
+            namespace = (body.get("metadata") or {}).get("namespace") or "default"
+        return self._out(lambda: self._store.create(bucket, body, namespace))
+
+    def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """The object (a copy); :class:`~kubereflector.NotFoundError` if absent.
+        ``namespace`` defaults to ``"default"`` for namespaced resources."""
+        self._check_thread()
+        bucket = self._store.resolve(resource)
+        ns = (namespace or "default") if bucket.info.namespaced else None
+        return self._out(lambda: self._store.get(bucket, ns, name))
+
+    def update(self, resource: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace the object named by ``obj``'s metadata, ``status`` included (the
+        Python API writes like a controller with both the main and the status
+        subresource). A ``metadata.resourceVersion`` in ``obj`` that is not the
+        current one raises a 409 Conflict :class:`~kubereflector.ApiError`. A
+        no-op update writes nothing."""
+        self._check_thread()
+        bucket = self._store.resolve(resource)
+        body = _copy_in(obj)
+        meta = body.get("metadata") or {}
+        name = meta.get("name")
+        if not name:
+            raise ValueError("update needs metadata.name")
+        ns = (meta.get("namespace") or "default") if bucket.info.namespaced else None
+        return self._out(lambda: self._store.update(bucket, ns, name, body))
+
+    def patch(
+        self,
+        resource: str,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        patch_type: Literal["merge", "json", "strategic"] = "merge",
+    ) -> dict[str, Any]:
+        """Apply a JSON merge patch (a mapping), a JSON patch (a list of operations) or
+        a strategic merge patch to the object, status included."""
+        self._check_thread()
+        bucket = self._store.resolve(resource)
+        ns = (namespace or "default") if bucket.info.namespaced else None
+        body = decode(ENCODER.encode(patch))
+        return self._out(lambda: self._store.patch(bucket, ns, name, patch_type, body))
+
+    def delete(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """Delete the object (a namespace: with everything in it). Returns its final
+        state (with the deletion's resourceVersion), or, if it has finalizers, the
+        object now carrying a ``deletionTimestamp``."""
+        self._check_thread()
+        bucket = self._store.resolve(resource)
+        ns = (namespace or "default") if bucket.info.namespaced else None
+        return self._out(lambda: self._store.delete(bucket, ns, name)[0])
+
+    def objects(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Copies of the current objects (of ``namespace``, or all), sorted by namespace/name."""
+        self._check_thread()
+        bucket = self._store.resolve(resource)
+        return [copy_out(r) for r in self._store.iter_namespace(bucket, namespace)]
+
+    def compact(self) -> None:
+        """Forget all history: watches and continue tokens from before now get 410 Expired."""
+        self._check_thread()
+        self._store.compact()
+
+    @staticmethod
+    def _out(operation: Callable[[], Record]) -> dict[str, Any]:
+        try:
+            record = operation()
+        except StatusError as exc:
+            raise _api_error(exc) from None
+        return copy_out(record)
+
+    # -- faults -------------------------------------------------------------------------------
+
+    def drop_watches(self, *, abrupt: bool = False) -> None:
+        """End every open watch now (events not yet written are lost). ``abrupt``: cut
+        the connection instead of finishing the stream (the client sees a broken
+        chunked response)."""
+        self._check_thread()
+        self._handler.drop_watches(abrupt=abrupt)
+
+    def fail_next(
+        self,
+        count: int,
+        status: int,
+        *,
+        retry_after: float | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Answer the next ``count`` requests (any but the admin endpoint) with a
+        ``Status`` of HTTP ``status`` (500, 429, 410, 401, ...; kube's reason for it
+        unless ``reason``). ``retry_after`` (seconds; 429 defaults to 1) sets the
+        ``Retry-After`` header and ``details.retryAfterSeconds``. Replaces an earlier
+        ``fail_next``; ``count=0`` cancels it."""
+        self._check_thread()
+        self._faults.fail_next(count, status, retry_after, reason)
+
+    def stall_watches(self) -> None:
+        """Make every open watch deliver nothing more (no events, bookmarks or timeout)
+        while its connection stays open, as a dead connection would. Watches opened
+        later are unaffected."""
+        self._check_thread()
+        self._handler.stall_watches()
+
+    def slow_streams(self, delay_per_event: float | None) -> None:
+        """Wait ``delay_per_event`` seconds (on the clock) before writing each watch
+        event; ``None`` or 0 restores full speed."""
+        self._check_thread()
+        if delay_per_event is not None and delay_per_event < 0:
+            raise ValueError(f"delay_per_event must be >= 0 (got {delay_per_event})")
+        self._faults.slow_delay = delay_per_event or None
+
+    def corrupt_resource_versions(self, count: int, value: Any) -> None:
+        """Send ``value`` as the ``metadata.resourceVersion`` of the next ``count``
+        watch events, bookmarks included, over all watches (as a broken server or
+        proxy might): any JSON value, such as an object, a number, or a string
+        the emulator then refuses as a resourceVersion. Replaces an earlier call;
+        ``count=0`` cancels it."""
+        self._check_thread()
+        self._faults.corrupt_resource_versions(count, value)
+
+    def reset_faults(self) -> None:
+        """Cancel ``fail_next``, ``slow_streams`` and ``corrupt_resource_versions``
+        (stalled streams stay stalled)."""
+        self._check_thread()
+        self._handler.apply_fault("reset", {})
+
+    # -- introspection ------------------------------------------------------------------------
+
+    def open_watches(self, resource: str | None = None) -> int:
+        """How many watch streams are open (of ``resource``, or all), stalled ones included."""
+        return self._handler.open_watches(resource)
+
+    async def wait_for_watches(self, count: int = 1, resource: str | None = None) -> None:
+        """Return once at least ``count`` watches (of ``resource``) are open and
+        registered: events written after this reach them."""
+        await self._handler.wait_for_watches(count, resource)
+
+    @property
+    def requests(self) -> list[tuple[str, str]]:
+        """``(method, path with query)`` of the requests served (the last 10,000; the
+        admin endpoint excluded), oldest first."""
+        return list(self._handler.requests)
+
+
+def _copy_in(obj: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(obj, Mapping):
+        raise TypeError(f"expected a Kubernetes object as a mapping, got {type(obj).__name__}")
+    copied: dict[str, Any] = decode(ENCODER.encode(obj))
+    return copied
+
+
+def _api_error(exc: StatusError) -> ApiError:
+    status = exc.status
+    retry = (status.get("details") or {}).get("retryAfterSeconds")
+    return error_from_status(status, retry_after=float(retry) if retry else None)
+
+
+def sample_pod(
+    name: str,
+    namespace: str = "default",
+    *,
+    labels: Mapping[str, str] | None = None,
+    node_name: str | None = None,
+    annotation_bytes: int = 0,
+) -> dict[str, Any]:
+    """A realistic pod (about 2.5 KB of JSON; ``annotation_bytes`` adds an annotation
+    of that size) for seeding and benchmarks."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": dict(labels) if labels is not None else {"app": "sample", "tier": "web"},
+        "annotations": {"kubereflector.example/owner": "emulator"},
+    }
+    if annotation_bytes > 0:
+        meta["annotations"]["kubereflector.example/padding"] = "x" * annotation_bytes
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "app",
+                "image": "registry.example/app:1.2.3",
+                "args": ["--port=8080", "--log-level=info"],
+                "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                "env": [{"name": f"SETTING_{i}", "value": f"value-{i}"} for i in range(8)],
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "128Mi"},
+                    "limits": {"cpu": "500m", "memory": "256Mi"},
+                },
+                "readinessProbe": {
+                    "httpGet": {"path": "/ready", "port": 8080, "scheme": "HTTP"},
+                    "periodSeconds": 10,
+                },
+                "volumeMounts": [{"name": "config", "mountPath": "/etc/app", "readOnly": True}],
+                "terminationMessagePath": "/dev/termination-log",
+                "imagePullPolicy": "IfNotPresent",
+            }
+        ],
+        "volumes": [{"name": "config", "configMap": {"name": "app-config", "defaultMode": 420}}],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "serviceAccountName": "default",
+        "schedulerName": "default-scheduler",
+    }
+    if node_name is not None:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m kubereflector.testing.apiserver",
+        description="Run the kubereflector API server emulator until SIGINT/SIGTERM.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=0, help="port (0: pick a free one)")
+    parser.add_argument(
+        "--no-tls", action="store_true", help="serve plain HTTP (default: HTTPS, generated CA)"
+    )
+    parser.add_argument("--tls", action="store_true", help=argparse.SUPPRESS)  # the default
+    parser.add_argument("--token", default=None, help="bearer token (default: random)")
+    parser.add_argument("--no-auth", action="store_true", help="accept every request")
+    parser.add_argument("--write-kubeconfig", metavar="PATH", help="write a kubeconfig here")
+    parser.add_argument(
+        "--seed-pods",
+        type=int,
+        default=0,
+        metavar="N",
+        help="create N pods like a small cluster's (labelled apps on three nodes)",
+    )
+    parser.add_argument("--bookmark-interval", type=float, default=60.0, metavar="SECONDS")
+    parser.add_argument("--history-limit", type=int, default=10_000, metavar="EVENTS")
+    return parser.parse_args(argv)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    token: str | Literal[_Token.RANDOM] | None = RANDOM_TOKEN
+    if args.no_auth:
+        token = None
+    elif args.token:
+        token = args.token
+    emulator = ApiServerEmulator(
+        host=args.host,
+        port=args.port,
+        tls=not args.no_tls,
+        token=token,
+        history_limit=args.history_limit,
+        bookmark_interval=args.bookmark_interval,
+    )
+    # The pods `kubereflector emulator --seed-pods` serves: what the quick start and
+    # the examples look for (app labels, spec.nodeName). That module imports this one.
+    from ._seed import cluster_pods
+
+    for pod in cluster_pods(args.seed_pods):
+        emulator.create("pods", pod)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    async with emulator:
+        if args.write_kubeconfig:
+            emulator.write_kubeconfig(args.write_kubeconfig)
+        print(emulator.url, flush=True)
+        if args.write_kubeconfig:
+            print(f"kubeconfig: {args.write_kubeconfig}", file=sys.stderr, flush=True)
+        await stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: serve until SIGINT/SIGTERM; prints the URL on stdout."""
+    asyncio.run(_serve(_parse_args(argv)))
+    return 0

@@ -1,0 +1,182 @@
+"""CustomResourceDefinitions as objects: creating one (apiextensions.k8s.io/v1) serves
+its resource, as kube-apiserver's apiextensions server does.
+
+Private to :mod:`kubereflector.testing.apiserver`. :func:`install` registers the
+``customresourcedefinitions`` resource on a store and hooks it: a CRD about to be
+stored is checked (422 Invalid, with kube's field paths) and given the status kube
+reports (``acceptedNames``, ``NamesAccepted`` and ``Established`` conditions); once
+stored, its storage version is served (discovery with scope, short names,
+categories; its schema in the OpenAPI documents; its ``additionalPrinterColumns``
+in Tables). Updating the CRD updates what is served; deleting it deletes its
+objects (watchers see them go) and ends its watches.
+
+Differences from kube: only the storage version is served (the others of a
+multi-version CRD are not; there is no conversion); the schema is not enforced
+beyond unknown top-level fields under ``fieldValidation=Strict``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ._resources import DEFAULT_VERBS, ResourceInfo, timestamp
+from ._store import Bucket, Record, Store
+from ._validation import FieldError, invalid
+
+__all__ = ["CRD_RESOURCE", "install"]
+
+CRD_RESOURCE: Final = ResourceInfo(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    namespaced=False,
+    short_names=("crd", "crds"),
+    categories=("api-extensions",),
+    builtin=True,
+    subresources=("status",),
+)
+_SCOPES: Final = ("Namespaced", "Cluster")
+
+
+def install(store: Store) -> None:
+    """Serve CRDs on ``store`` (once per store)."""
+    store.register(CRD_RESOURCE)
+    store.admission[CRD_RESOURCE.group_resource] = _admit
+    served: dict[str, str] = {}  # CRD name -> group_resource it serves
+
+    def observe(bucket: Bucket, event_type: str, record: Record) -> None:
+        if bucket.info is not CRD_RESOURCE:
+            return
+        previous = served.pop(record.name, None)
+        info = None if event_type == "DELETED" else _resource_info(record.obj)
+        if previous is not None:
+            current = store.buckets.get(previous)
+            if info is not None and current is not None and _same_gvr(current.info, info):
+                current.info = info  # printer columns, schema, names...: served from now on
+                served[record.name] = previous
+                return
+            store.unregister(previous)  # deleted, or now another group, plural or version
+        if info is None or info.group_resource in store.buckets:
+            return  # deleted; or served already (by a Python registration): leave it
+        store.register(info)
+        served[record.name] = info.group_resource
+
+    store.observers.append(observe)
+
+
+def _same_gvr(a: ResourceInfo, b: ResourceInfo) -> bool:
+    return (a.group, a.version, a.plural) == (b.group, b.version, b.plural)
+
+
+def _storage_version(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    versions = [v for v in spec.get("versions") or [] if isinstance(v, Mapping)]
+    return next((v for v in versions if v.get("storage")), None)
+
+
+def _resource_info(crd: Mapping[str, Any]) -> ResourceInfo:
+    spec = crd["spec"]
+    names = spec["names"]
+    version = _storage_version(spec)
+    assert version is not None  # admitted
+    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    subresources = version.get("subresources") or {}
+    return ResourceInfo(
+        spec["group"],
+        version["name"],
+        names["plural"],
+        names["kind"],
+        namespaced=spec["scope"] == "Namespaced",
+        singular=names.get("singular") or names["kind"].lower(),
+        short_names=tuple(names.get("shortNames") or ()),
+        verbs=DEFAULT_VERBS,
+        categories=tuple(names.get("categories") or ()),
+        subresources=("status",) if "status" in subresources else (),
+        openapi_schema=schema if isinstance(schema, Mapping) else None,
+        printer_columns=tuple(
+            c for c in version.get("additionalPrinterColumns") or [] if isinstance(c, Mapping)
+        ),
+    )
+
+
+def _admit(crd: dict[str, Any]) -> None:
+    """Check a CRD (422 Invalid) and set the status kube's controllers would."""
+    name = crd["metadata"]["name"]
+    errors: list[FieldError] = []
+    spec = crd.get("spec")
+    if not isinstance(spec, Mapping):
+        errors.append(FieldError("spec", "Required", "a CRD needs a spec"))
+        raise invalid(CRD_RESOURCE.kind, name, errors, CRD_RESOURCE.group)
+    group = spec.get("group")
+    raw_names = spec.get("names")
+    names: Mapping[str, Any] = raw_names if isinstance(raw_names, Mapping) else {}
+    plural, kind = names.get("plural"), names.get("kind")
+    if not group or not isinstance(group, str) or "." not in group:
+        errors.append(
+            FieldError("spec.group", "Invalid", "should be a domain with at least one dot", group)
+        )
+    if not plural or not isinstance(plural, str) or plural != plural.lower():
+        errors.append(FieldError("spec.names.plural", "Required", "a lowercase plural name"))
+    if not kind or not isinstance(kind, str):
+        errors.append(FieldError("spec.names.kind", "Required", "the kind of the objects"))
+    if spec.get("scope") not in _SCOPES:
+        errors.append(
+            FieldError("spec.scope", "NotSupported", '"Cluster", "Namespaced"', spec.get("scope"))
+        )
+    raw_versions = spec.get("versions")
+    versions: list[Any] = raw_versions if isinstance(raw_versions, list) else []
+    if not versions:
+        errors.append(
+            FieldError(
+                "spec.versions",
+                "Invalid",
+                "must have exactly one version marked as storage version",
+                versions,
+            )
+        )
+    elif sum(1 for v in versions if isinstance(v, Mapping) and v.get("storage")) != 1:
+        errors.append(
+            FieldError(
+                "spec.versions",
+                "Invalid",
+                "must have exactly one version marked as storage version",
+                [v.get("name") for v in versions if isinstance(v, Mapping)],
+            )
+        )
+    if not errors and name != f"{plural}.{group}":
+        errors.append(
+            FieldError("metadata.name", "Invalid", 'must be spec.names.plural+"."+spec.group', name)
+        )
+    if errors:
+        raise invalid(CRD_RESOURCE.kind, name, errors, CRD_RESOURCE.group)
+    accepted = {
+        k: v
+        for k, v in names.items()
+        if k in ("plural", "singular", "kind", "listKind", "shortNames", "categories")
+    }
+    accepted.setdefault("singular", str(kind).lower())
+    accepted.setdefault("listKind", f"{kind}List")
+    now = timestamp()
+    crd["status"] = {
+        "acceptedNames": accepted,
+        "conditions": [
+            {
+                "type": "NamesAccepted",
+                "status": "True",
+                "reason": "NoConflicts",
+                "message": "no conflicts found",
+                "lastTransitionTime": now,
+            },
+            {
+                "type": "Established",
+                "status": "True",
+                "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted",
+                "lastTransitionTime": now,
+            },
+        ],
+        "storedVersions": [
+            v["name"] for v in versions if isinstance(v, Mapping) and v.get("storage")
+        ],
+    }

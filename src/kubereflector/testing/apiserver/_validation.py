@@ -1,0 +1,304 @@
+"""The emulator's validation: ``Status`` errors, and the checks kube-apiserver makes on
+objects and write options before it stores anything.
+
+Private to :mod:`kubereflector.testing.apiserver`. Pure functions; each raises
+:class:`StatusError` with the Status kube would answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+
+from ...errors import failure_status
+from ...selectors import _label_key_error, _label_value_error
+from ._resources import ResourceInfo
+
+_encode: Final = msgspec.json.encode
+
+_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS1123_SUBDOMAIN: Final = re.compile(
+    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z"
+)
+_FIELD_MANAGER_MAX: Final = 128
+_EVENT_TEXT_MAX: Final = 128
+_EVENT_NOTE_MAX: Final = 1024
+_PROPAGATION_POLICIES: Final = ("Foreground", "Background", "Orphan")
+
+
+class StatusError(Exception):
+    """A request failed with the Kubernetes ``Status`` object ``status``."""
+
+    def __init__(self, status: dict[str, Any]) -> None:
+        self.status = status
+        super().__init__(f"{status.get('code')} {status.get('reason')}: {status.get('message')}")
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(failure_status(400, "BadRequest", message))
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One entry of a 422 Invalid (``field.Error``)."""
+
+    field: str
+    type: str  # "Forbidden" | "Required" | "Invalid" | "NotSupported" | "TooLong"
+    detail: str
+    value: Any = None
+
+    def text(self) -> str:
+        if self.type == "Forbidden":
+            return f"Forbidden: {self.detail}"
+        if self.type == "Required":
+            return f"Required value: {self.detail}" if self.detail else "Required value"
+        if self.type == "NotSupported":
+            return f'Unsupported value: "{self.value}": supported values: {self.detail}'
+        if self.type == "TooLong":
+            return f"Too long: {self.detail}"
+        return f"Invalid value: {_encode(self.value).decode()}: {self.detail}"
+
+    def cause(self) -> dict[str, Any]:
+        reason = {
+            "Forbidden": "FieldValueForbidden",
+            "Required": "FieldValueRequired",
+            "NotSupported": "FieldValueNotSupported",
+            "TooLong": "FieldValueTooLong",
+        }.get(self.type, "FieldValueInvalid")
+        return {"reason": reason, "message": self.text(), "field": self.field}
+
+
+def invalid(kind: str, name: str, errors: Sequence[FieldError], group: str = "") -> StatusError:
+    texts = [f"{e.field}: {e.text()}" for e in errors]
+    joined = texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]"
+    subject = f"{kind}.{group}" if group else kind
+    details: dict[str, Any] = {}
+    if name:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    details["causes"] = [e.cause() for e in errors]
+    return StatusError(
+        failure_status(422, "Invalid", f'{subject} "{name}" is invalid: {joined}', details)
+    )
+
+
+# -- write options ------------------------------------------------------------------------------
+
+
+def validate_options(
+    kind: str,
+    *,
+    dry_run: Sequence[str] = (),
+    field_manager: str | None = None,
+    apply: bool = False,
+    force: bool | None = None,
+    propagation_policy: Any = None,
+) -> None:
+    """kube's checks of ``CreateOptions``/``UpdateOptions``/``PatchOptions``/``DeleteOptions``
+    (``kind``): 422 naming the option."""
+    errors = [FieldError("dryRun", "NotSupported", '"All"', v) for v in dry_run if v != "All"]
+    if field_manager is not None:
+        if len(field_manager) > _FIELD_MANAGER_MAX:
+            errors.append(
+                FieldError(
+                    "fieldManager", "TooLong", f"may not be longer than {_FIELD_MANAGER_MAX}"
+                )
+            )
+        elif not field_manager.isprintable():
+            errors.append(
+                FieldError("fieldManager", "Invalid", "must only contain printable characters")
+            )
+    if apply and not field_manager:
+        errors.append(FieldError("fieldManager", "Required", "is required for apply patch"))
+    if force is not None and not apply:
+        errors.append(FieldError("force", "Forbidden", "may not be specified for non-apply patch"))
+    if propagation_policy is not None and propagation_policy not in _PROPAGATION_POLICIES:
+        supported = ", ".join(f'"{p}"' for p in _PROPAGATION_POLICIES)
+        errors.append(
+            FieldError("propagationPolicy", "NotSupported", supported, propagation_policy)
+        )
+    if errors:
+        raise invalid(kind, "", errors, "meta.k8s.io")
+
+
+# -- objects ------------------------------------------------------------------------------------
+
+
+def validate_object(info: ResourceInfo, obj: Mapping[str, Any]) -> None:
+    """kube's create validation of ``obj`` (its metadata, and what the resource
+    checks itself); 422 Invalid listing every problem."""
+    errors = _meta_errors(info, obj["metadata"])
+    errors += _RESOURCE_CHECKS.get(info.group_resource, _no_errors)(obj, None)
+    if errors:
+        raise invalid(info.kind, obj["metadata"].get("name") or "", errors, info.group)
+
+
+def validate_update(info: ResourceInfo, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+    """kube's update validation (what create checks, what may not change, and no new
+    finalizers on an object being deleted); 422 Invalid."""
+    meta = new["metadata"]
+    errors = _meta_errors(info, meta)
+    old_meta = old["metadata"]
+    if old_meta.get("deletionTimestamp"):
+        before = set(old_meta.get("finalizers") or ())
+        added = [f for f in meta.get("finalizers") or () if f not in before]
+        if added:
+            found = "[]string{" + ", ".join(_encode(f).decode() for f in added) + "}"
+            errors.append(
+                FieldError(
+                    "metadata.finalizers",
+                    "Forbidden",
+                    "no new finalizers can be added if the object is being deleted, "
+                    f"found new finalizers {found}",
+                )
+            )
+    errors += _RESOURCE_CHECKS.get(info.group_resource, _no_errors)(new, old)
+    if errors:
+        raise invalid(info.kind, meta.get("name") or "", errors, info.group)
+
+
+def _meta_errors(info: ResourceInfo, meta: Mapping[str, Any]) -> list[FieldError]:
+    name = meta.get("name") or ""
+    errors: list[FieldError] = []
+    label_name = info.plural == "namespaces" and info.builtin
+    pattern = _DNS1123_LABEL if label_name else _DNS1123_SUBDOMAIN
+    limit = 63 if label_name else 253
+    if len(name) > limit or not pattern.match(name):
+        errors.append(
+            FieldError(
+                "metadata.name",
+                "Invalid",
+                f"a lowercase RFC 1123 {'label' if label_name else 'subdomain'} must "
+                "consist of lower case alphanumeric characters, '-' or '.', and must "
+                f"start and end with an alphanumeric character (at most {limit} characters)",
+                name,
+            )
+        )
+    labels = meta.get("labels")
+    if labels is not None and not isinstance(labels, dict):
+        errors.append(FieldError("metadata.labels", "Invalid", "must be a map", labels))
+    for key, value in (labels or {}).items():
+        problem = _label_key_error(key) if isinstance(key, str) else "keys are strings"
+        if problem:
+            errors.append(FieldError("metadata.labels", "Invalid", problem, key))
+        elif not isinstance(value, str) or _label_value_error(value):
+            why = _label_value_error(value) if isinstance(value, str) else "must be a string"
+            errors.append(FieldError(f"metadata.labels[{key}]", "Invalid", str(why), value))
+    return errors
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _no_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+    return []
+
+
+def _event_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+    """events.k8s.io/v1 Events (kube's ``ValidateEventCreate``/``ValidateEventUpdate``;
+    the field names are the core Event's where kube reports those)."""
+    errors: list[FieldError] = []
+    namespace = obj["metadata"].get("namespace") or ""
+    regarding = _mapping(obj.get("regarding"))
+    if not obj.get("eventTime"):
+        errors.append(FieldError("eventTime", "Required", ""))
+    else:
+        if not regarding.get("namespace") and namespace not in ("default", "kube-system"):
+            errors.append(
+                FieldError(
+                    "involvedObject.namespace",
+                    "Invalid",
+                    "does not match event.namespace",
+                    regarding.get("namespace") or "",
+                )
+            )
+        controller = obj.get("reportingController") or ""
+        if not controller:
+            errors.append(FieldError("reportingController", "Required", ""))
+        elif not isinstance(controller, str) or _label_key_error(controller):
+            errors.append(
+                FieldError(
+                    "reportingController",
+                    "Invalid",
+                    "must be a qualified name (an optional DNS subdomain prefix and '/', "
+                    "then at most 63 alphanumerics, '-', '_' or '.')",
+                    controller,
+                )
+            )
+        for name in ("reportingInstance", "action", "reason"):
+            value = obj.get(name) or ""
+            if not value:
+                errors.append(FieldError(name, "Required", ""))
+            elif len(str(value)) > _EVENT_TEXT_MAX:
+                errors.append(
+                    FieldError(
+                        name, "Invalid", f"can have at most {_EVENT_TEXT_MAX} characters", ""
+                    )
+                )
+        if len(str(obj.get("note") or "")) > _EVENT_NOTE_MAX:
+            errors.append(
+                FieldError("note", "Invalid", f"can have at most {_EVENT_NOTE_MAX} characters", "")
+            )
+    event_type = obj.get("type") or ""
+    if event_type not in ("Normal", "Warning"):
+        errors.append(FieldError("type", "Invalid", f"has invalid value: {event_type}", ""))
+    series = obj.get("series")
+    if series is not None and (old is None or series != old.get("series")):
+        count = series.get("count") if isinstance(series, dict) else None
+        if not isinstance(count, int) or count < 2:
+            errors.append(FieldError("series.count", "Invalid", "should be at least 2", ""))
+        if not isinstance(series, dict) or not series.get("lastObservedTime"):
+            errors.append(FieldError("series.lastObservedTime", "Required", ""))
+    if old is not None:
+        for name, reported in _EVENT_IMMUTABLE.items():
+            if obj.get(name) != old.get(name):
+                errors.append(FieldError(reported, "Invalid", "field is immutable", obj.get(name)))
+    return errors
+
+
+_EVENT_IMMUTABLE: Final = {
+    "regarding": "involvedObject",
+    "reason": "reason",
+    "note": "message",
+    "type": "type",
+    "eventTime": "eventTime",
+    "action": "action",
+    "related": "related",
+    "reportingController": "reportingController",
+    "reportingInstance": "reportingInstance",
+}
+
+
+def _lease_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+    """coordination.k8s.io/v1 Leases (kube's ``ValidateLeaseSpec``)."""
+    spec = _mapping(obj.get("spec"))
+    errors: list[FieldError] = []
+    duration = spec.get("leaseDurationSeconds")
+    if duration is not None and (not isinstance(duration, int) or duration <= 0):
+        errors.append(
+            FieldError("spec.leaseDurationSeconds", "Invalid", "must be greater than 0", duration)
+        )
+    transitions = spec.get("leaseTransitions")
+    if transitions is not None and (not isinstance(transitions, int) or transitions < 0):
+        errors.append(
+            FieldError(
+                "spec.leaseTransitions",
+                "Invalid",
+                "must be greater than or equal to 0",
+                transitions,
+            )
+        )
+    return errors
+
+
+_RESOURCE_CHECKS: Final = {
+    "events.events.k8s.io": _event_errors,
+    "leases.coordination.k8s.io": _lease_errors,
+}
