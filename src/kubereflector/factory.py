@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from typing_extensions import Self
 
 from ._aio.loop_thread import LoopThread
+from ._aio.tasks import running_loop
 from .cache._synced import SyncSignal
 from .cache.compact import ObjectMode, _check_object_mode
 from .cache.delta_fifo import TransformFunc
@@ -99,13 +100,6 @@ Runs on the event loop: it must be quick and must not block."""
 
 class FactoryShutdownError(RuntimeError):
     """The factory has been shut down: it starts nothing and makes no new informers."""
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 @dataclass(eq=False)
@@ -413,7 +407,7 @@ class _FactoryBase:
                 entry.started = True
         if not pending:
             return
-        if _running_loop() is factory_loop:
+        if running_loop() is factory_loop:
             self._spawn(pending)
         elif factory_loop.is_running():
             _call_in_loop(factory_loop, lambda: self._spawn(pending))
@@ -593,7 +587,7 @@ class SharedInformerFactory(_FactoryBase):
     """
 
     def _bind_loop(self) -> asyncio.AbstractEventLoop:
-        caller = _running_loop()
+        caller = running_loop()
         with self._lock:
             self._check_open()
             if self._loop is None:

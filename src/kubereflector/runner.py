@@ -12,17 +12,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
+
+from ._aio.signals import LoopStopSignals
 
 __all__ = ["run"]
 
 logger = logging.getLogger("kubereflector.runner")
 
 T = TypeVar("T")
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def run(main: Coroutine[Any, Any, T], *, debug: bool | None = None) -> T | None:
@@ -71,32 +70,19 @@ async def _until_signalled(
 ) -> T | None:
     """Await ``main``; the first stop signal cancels it (and is appended to
     ``received``), after which signals act as usual again."""
-    loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
-    installed: list[signal.Signals] = []
 
     def on_signal(sig: signal.Signals) -> None:
         logger.info("received %s: stopping", sig.name)
         received.append(sig)
-        for each in installed:  # from now on, a signal acts as usual
-            loop.remove_signal_handler(each)
-        installed.clear()
+        signals.remove()  # from now on, a signal acts as usual
         task.cancel()
 
-    if threading.current_thread() is threading.main_thread():
-        for sig in _STOP_SIGNALS:
-            try:
-                loop.add_signal_handler(sig, on_signal, sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                continue  # no loop signal handlers on this platform
-            installed.append(sig)
-    try:
-        return await main
-    except asyncio.CancelledError:
-        if not received:
-            raise  # cancelled by someone else: not ours to swallow
-        return None
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+    with LoopStopSignals(asyncio.get_running_loop(), on_signal) as signals:
+        try:
+            return await main
+        except asyncio.CancelledError:
+            if not received:
+                raise  # cancelled by someone else: not ours to swallow
+            return None

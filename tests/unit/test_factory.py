@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from discovery_doc import Resource, aggregated_discovery
 
+from discovery_doc import Resource, aggregated_discovery
 from kubereflector import (
     ApiError,
     FactoryShutdownError,

@@ -10,9 +10,8 @@ Thread-safety: every method may be called from any thread, but ``run`` and
 ``stop`` raise :class:`RuntimeError` on the loop's own thread (blocking there
 would deadlock the loop).
 
-Also for any loop, owned here or not: :func:`running_loop` (the loop of the
-calling thread, if any) and :func:`call_in_loop` (run a callback on a loop from
-any thread).
+Also for any loop, owned here or not: :func:`call_in_loop` (run a callback on a
+loop from any thread).
 """
 
 from __future__ import annotations
@@ -25,7 +24,9 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread", "call_in_loop", "running_loop"]
+from .tasks import running_loop
+
+__all__ = ["LoopThread", "call_in_loop"]
 
 logger = logging.getLogger("kubereflector.factory")
 
@@ -157,14 +158,6 @@ class LoopThread:
 
     def __repr__(self) -> str:
         return f"<LoopThread {self._name} {self._state}>"
-
-
-def running_loop() -> asyncio.AbstractEventLoop | None:
-    """The event loop running in the calling thread, or ``None`` on a thread without one."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def call_in_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> bool:

@@ -1,5 +1,6 @@
-"""Tasks that can tell "I am being stopped" from "my callee raised CancelledError",
-the same on every supported Python (private).
+"""Task helpers (private): the running-loop check, cancel-and-wait, and tasks that
+can tell "I am being stopped" from "my callee raised CancelledError", the same on
+every supported Python.
 
 A consumer task awaits user coroutines. A ``CancelledError`` coming out of one is
 either a stop (someone cancelled the consumer's task) or the coroutine's own
@@ -13,10 +14,34 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, Final
 
-__all__ = ["cancel_requested", "create_task"]
+__all__ = ["cancel_and_wait", "cancel_requested", "create_task", "running_loop"]
+
+
+running_loop: Final[Callable[[], asyncio.AbstractEventLoop | None]] = asyncio._get_running_loop
+"""The event loop running in the calling thread, or ``None`` on a thread without one.
+
+asyncio's own C function, bound here once: no exception raised and caught, no
+Python frame, so it is fit for hot paths (the handler hand-off calls it per event).
+"""
+
+
+async def cancel_and_wait(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` (if still running) and wait until it has finished; what it
+    returned or raised is discarded (and marked retrieved).
+
+    Unlike ``task.cancel(); await task`` this never swallows a cancellation of the
+    caller itself: if the caller is cancelled while waiting, ``CancelledError``
+    propagates to it (``task`` has been asked to cancel all the same).
+    """
+    if not task.done():
+        task.cancel()
+    await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()
+
 
 if sys.version_info >= (3, 11):
 

@@ -52,7 +52,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
-from .._aio.tasks import cancel_requested, create_task
+from .._aio.tasks import cancel_requested, create_task, running_loop
 from ._gc import defer_full_collections
 from .keys import deletion_handling_meta_namespace_key_func
 
@@ -78,10 +78,6 @@ Route = Callable[[Notification], "Notification | None"]
 """Maps a notification to the one to deliver, or ``None`` to drop it."""
 
 
-_running_loop: Final[Callable[[], asyncio.AbstractEventLoop | None]] = asyncio._get_running_loop
-"""The running loop of this thread, or ``None`` (asyncio's non-raising form)."""
-
-
 def _resolve(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -90,7 +86,7 @@ def _resolve(fut: asyncio.Future[None]) -> None:
 def _wake(fut: asyncio.Future[None]) -> None:
     """Resolve ``fut`` from any thread."""
     loop = fut.get_loop()
-    if loop is _running_loop():
+    if loop is running_loop():
         _resolve(fut)
     else:
         with contextlib.suppress(RuntimeError):  # its loop is closed
@@ -334,7 +330,7 @@ class Listener:
             threading.Thread(
                 target=self._thread_main, name=f"kubereflector handler {self.name}", daemon=True
             ).start()
-        elif loop is _running_loop():
+        elif loop is running_loop():
             self._start_task()
         else:
             try:
@@ -380,7 +376,7 @@ class Listener:
             for running in (inflight, task):
                 if running is None:
                     continue
-                if loop is _running_loop():
+                if loop is running_loop():
                     running.cancel()
                 else:
                     with contextlib.suppress(RuntimeError):

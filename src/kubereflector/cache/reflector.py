@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from .._aio.tasks import cancel_and_wait
 from ..backoff import Backoff
 from ..clock import Clock, RealClock
 from ..errors import ApiError, error_from_status
@@ -379,7 +380,7 @@ class Reflector:
             await self._watch_loop(synced, use_watch_list)
         finally:
             if resync is not None:
-                await _cancel_and_wait(resync)
+                await cancel_and_wait(resync)
 
     # -- listing ----------------------------------------------------------------
 
@@ -541,7 +542,7 @@ class Reflector:
             try:
                 return await consumer
             finally:
-                await _cancel_and_wait(consumer)
+                await cancel_and_wait(consumer)
         watchdog = asyncio.create_task(self._watchdog(idle_timeout))
         try:
             await asyncio.wait({consumer, watchdog}, return_when=asyncio.FIRST_COMPLETED)
@@ -554,8 +555,8 @@ class Reflector:
                 f"{idle_timeout:g} s): treating it as dead"
             )
         finally:
-            await _cancel_and_wait(consumer)
-            await _cancel_and_wait(watchdog)
+            await cancel_and_wait(consumer)
+            await cancel_and_wait(watchdog)
 
     async def _watchdog(self, idle: float) -> float:
         """Return how long no event arrived, once that is ``idle`` seconds or more
@@ -861,12 +862,3 @@ def _resource_version(meta: Any) -> str | None:
     if isinstance(meta, Mapping):
         return meta.get("resourceVersion")
     return getattr(meta, "resource_version", None)
-
-
-async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
-    """Cancel ``task`` (if running) and wait until it has finished."""
-    if not task.done():
-        task.cancel()
-    await asyncio.wait({task})  # unlike `await task`, never swallows the caller's own cancel
-    if not task.cancelled():
-        task.exception()  # retrieved: its outcome is discarded

@@ -41,7 +41,6 @@ import logging
 import math
 import os
 import re
-import signal
 import sys
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -53,6 +52,8 @@ import aiohttp
 import msgspec
 import yaml
 
+from .._aio.signals import LoopStopSignals
+from .._aio.tasks import cancel_and_wait
 from .._aio.timeout import within
 from ..cache.keys import (
     DeletedFinalStateUnknown,
@@ -611,7 +612,7 @@ class _InformerRun:
 
     async def __aexit__(self, *exc_info: object) -> None:
         if self._task is not None:
-            await _cancel_and_wait(self._task)
+            await cancel_and_wait(self._task)
         if self._fatal is not None:
             self._fatal.cancel()
 
@@ -628,8 +629,8 @@ class _InformerRun:
             waiters: set[asyncio.Future[Any]] = {sync, stop, self._fatal, self._task}
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            await _cancel_and_wait(sync)
-            await _cancel_and_wait(stop)
+            await cancel_and_wait(sync)
+            await cancel_and_wait(stop)
         if sync.done() and not sync.cancelled() and sync.result():
             self.first_sync = self._ctx.clock.now() - self._started_at
             return True
@@ -647,17 +648,10 @@ class _InformerRun:
         try:
             await asyncio.wait({stop, self._task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            await _cancel_and_wait(stop)
+            await cancel_and_wait(stop)
         if self._task.done() and not self._ctx.stop.is_set():
             self._task.result()
             raise _CliError("the informer stopped unexpectedly")
-
-
-async def _cancel_and_wait(task: asyncio.Future[Any]) -> None:
-    if not task.done():
-        task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
 
 
 async def _stopped_within(ctx: _Context, seconds: float) -> bool:
@@ -669,8 +663,8 @@ async def _stopped_within(ctx: _Context, seconds: float) -> bool:
     try:
         await asyncio.wait({stop, sleep}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        await _cancel_and_wait(stop)
-        await _cancel_and_wait(sleep)
+        await cancel_and_wait(stop)
+        await cancel_and_wait(sleep)
     return ctx.stop.is_set()
 
 
@@ -1191,20 +1185,9 @@ async def amain(
 async def _amain_with_signals(
     argv: Sequence[str] | None, clock: Clock | None, stdout: TextIO, stderr: TextIO
 ) -> int:
-    loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    installed: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (ValueError, RuntimeError, NotImplementedError):
-            continue  # not the main thread, or no signals on this platform
-        installed.append(sig)
-    try:
+    with LoopStopSignals(asyncio.get_running_loop(), lambda _sig: stop.set()):
         return await amain(argv, clock=clock, stdout=stdout, stderr=stderr, stop=stop)
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
 
 
 def main(

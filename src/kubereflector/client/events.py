@@ -47,7 +47,8 @@ from typing import Any, Final, Literal
 
 import aiohttp
 
-from .._aio.loop_thread import call_in_loop, running_loop
+from .._aio.loop_thread import call_in_loop
+from .._aio.tasks import running_loop
 from ..cache.keys import get_name, get_namespace, get_resource_version, get_uid
 from ..clock import Clock, RealClock
 from ..errors import AlreadyExistsError, ApiError, NotFoundError

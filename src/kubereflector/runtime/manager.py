@@ -47,6 +47,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 
 from .._aio.loop_thread import LoopThread, call_in_loop
+from .._aio.signals import LoopStopSignals, ThreadStopSignals
 from ..client.config import ClientConfig
 from ..client.rest import Client
 from ..clock import Clock, RealClock
@@ -515,13 +516,15 @@ class Manager:
         elif self._loop is not asyncio.get_running_loop():
             raise ManagerError("run the manager on the event loop it was entered on")
         self._state = "running"
-        loop = asyncio.get_running_loop()
-        installed = self._install_signal_handlers(loop) if handle_signals else []
+        signals = (
+            LoopStopSignals(asyncio.get_running_loop(), self._on_signal)
+            if handle_signals
+            else contextlib.nullcontext()
+        )
         try:
-            await self._run()
+            with signals:
+                await self._run()
         finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
             self._state = "stopped"
             assert self._finished is not None
             self._finished.set()
@@ -564,20 +567,8 @@ class Manager:
             for server in self._servers:
                 await server.stop()
 
-    def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[int]:
-        if threading.current_thread() is not threading.main_thread():
-            return []
-        installed: list[int] = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, self._on_signal, sig)
-            except (NotImplementedError, RuntimeError):  # not on this platform or loop
-                continue
-            installed.append(sig)
-        return installed
-
-    def _on_signal(self, sig: int) -> None:
-        logger.info("received %s: shutting down", signal.Signals(sig).name)
+    def _on_signal(self, sig: signal.Signals) -> None:
+        logger.info("received %s: shutting down", sig.name)
         self.stop()
 
     def stop(self) -> None:
@@ -609,17 +600,12 @@ class Manager:
                 "run_sync() blocks: an event loop runs in this thread, await manager.run() instead"
             )
         thread = LoopThread("kubereflector-manager")
-        previous: dict[int, Any] = {}
-        if handle_signals and threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                previous[sig] = signal.signal(sig, lambda s, _frame: self._on_signal(s))
-        thread.start()
-        try:
-            thread.run(self.run(handle_signals=False))
-        finally:
-            thread.stop()
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+        with ThreadStopSignals(self._on_signal) if handle_signals else contextlib.nullcontext():
+            thread.start()
+            try:
+                thread.run(self.run(handle_signals=False))
+            finally:
+                thread.stop()
 
     # -- the parts --------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ import threading
 from typing import Any, Final
 
 from .._aio.loop_thread import LoopThread
+from .._aio.tasks import running_loop
 from .._aio.wakeup import ThreadWaiter, Waiters
 from ..clock import Clock
 from .metrics import MetricsProvider
@@ -47,10 +48,6 @@ def _background_loop() -> asyncio.AbstractEventLoop:
             _background = LoopThread(name="kubereflector-workqueue-timers")
             _background.start()
         return _background.loop
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    return asyncio._get_running_loop()
 
 
 class DelayingQueue(WorkQueue[T]):
@@ -84,7 +81,7 @@ class DelayingQueue(WorkQueue[T]):
         self._delayed: list[list[Any]] = []
         self._delayed_entries: dict[T, list[Any]] = {}
         self._seq = itertools.count()
-        self._home = _running_loop()
+        self._home = running_loop()
         self._timer_loop: asyncio.AbstractEventLoop | None = None  # set while a timer runs
         self._timer_task: asyncio.Task[None] | None = None
         self._timer_waiters = Waiters()  # the timer's own wakeup, when it waits
@@ -173,7 +170,7 @@ class DelayingQueue(WorkQueue[T]):
         """Start the timer unless it runs (on a loop that is still open)."""
         if self._timer_loop is not None and not self._timer_loop.is_closed():
             return
-        running = _running_loop()
+        running = running_loop()
         home = self._home
         if home is None or home.is_closed():
             home = self._home = running if running is not None else _background_loop()

@@ -85,12 +85,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
 import enum
 import os
 import secrets
 import shutil
-import signal
 import ssl
 import sys
 import tempfile
@@ -102,6 +100,7 @@ from typing import Any, Final, Literal
 import yaml
 from aiohttp import web
 
+from ..._aio.signals import LoopStopSignals
 from ...clock import Clock, RealClock
 from ...errors import ApiError, error_from_status
 from ._crd import install as install_crds
@@ -653,10 +652,13 @@ async def _serve(args: argparse.Namespace) -> None:
     for pod in cluster_pods(args.seed_pods):
         emulator.create("pods", pod)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+    with LoopStopSignals(asyncio.get_running_loop(), lambda _sig: stop.set()):
+        await _serve_until(emulator, args, stop)
+
+
+async def _serve_until(
+    emulator: ApiServerEmulator, args: argparse.Namespace, stop: asyncio.Event
+) -> None:
     async with emulator:
         if args.write_kubeconfig:
             emulator.write_kubeconfig(args.write_kubeconfig)
