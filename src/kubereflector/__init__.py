@@ -87,6 +87,7 @@ from .cache.queue import PopProcessFunc, Queue, QueueClosed, QueueEmpty
 from .cache.reflector import (
     Reflector,
     ReflectorOptions,
+    ReflectorPhase,
     ReflectorStats,
     VeryShortWatchError,
     WatchErrorHandler,
@@ -242,6 +243,7 @@ __all__ = [
     "RealFIFO",
     "Reflector",
     "ReflectorOptions",
+    "ReflectorPhase",
     "ReflectorStats",
     "ReflectorStore",
     "Registration",

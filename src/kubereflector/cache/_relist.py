@@ -59,6 +59,80 @@ def is_malformed_resource_version(value: object) -> bool:
     return value is not None and not isinstance(value, str)
 
 
+class SyncPoint:
+    """Where a Reflector's next list or watch starts: the last resourceVersion it
+    synced to, and whether that resourceVersion is still a position to start from.
+
+    Owned by one Reflector, on its event loop; no I/O. Three things make the
+    resourceVersion held no good position:
+
+    * the server refused it (expired, too large, invalid): the next sync is at
+      ``""``, the current state (:meth:`refused`, until the next full sync);
+    * a change came with a malformed resourceVersion and no usable one came after
+      it, so the store is ahead of the resourceVersion held
+      (:meth:`change_without_resource_version`);
+    * a plain watch started at ``""`` or ``"0"``: the server opens such a watch
+      with its state as ADDED events whose resourceVersions are objects', not
+      positions in the stream, until a bookmark comes (:meth:`watch_opened`,
+      :meth:`bookmarked`).
+
+    The last two are taken (and forgotten) by :meth:`take_stale` before the next
+    watch: the Reflector then lists instead of replaying from there.
+    """
+
+    __slots__ = ("_behind_at", "_unanchored", "rv", "unavailable")
+
+    def __init__(self) -> None:
+        self.rv = ""
+        """The last resourceVersion synced to (``""``: none yet)."""
+        self.unavailable = False
+        """The server refused :attr:`rv`: sync at ``""`` next."""
+        self._behind_at: str | None = None
+        self._unanchored = False
+
+    def list_at(self) -> str:
+        """The resourceVersion of the next list (:func:`relist_resource_version`)."""
+        return relist_resource_version(self.rv, self.unavailable)
+
+    def watch_list_at(self) -> str:
+        """The resourceVersion of the next watch-list (:func:`rewatch_resource_version`)."""
+        return rewatch_resource_version(self.rv, self.unavailable)
+
+    def replaced(self, rv: str) -> None:
+        """A full sync (list or watch-list) reached ``rv``."""
+        self.rv = rv
+        self.unavailable = False
+
+    def advanced(self, rv: str) -> None:
+        """Watch events up to ``rv`` were applied."""
+        self.rv = rv
+
+    def refused(self) -> None:
+        """The resourceVersion held cannot be served: the next sync is at ``""``."""
+        self.unavailable = True
+
+    def watch_opened(self, watch_list: bool) -> None:
+        """A watch (``watch_list``: a watch-list) is about to open from :attr:`rv`."""
+        if not watch_list and self.rv in ("", "0"):
+            self._unanchored = True
+
+    def bookmarked(self) -> None:
+        """A bookmark with a resourceVersion came: the stream has a position again."""
+        self._unanchored = False
+
+    def change_without_resource_version(self) -> None:
+        """A change was applied whose resourceVersion was malformed."""
+        self._behind_at = self.rv
+
+    def take_stale(self) -> bool:
+        """Whether :attr:`rv` is no position to watch from again (see the class
+        documentation), forgetting why: call once before each watch."""
+        stale = self._unanchored or (self._behind_at is not None and self._behind_at == self.rv)
+        self._behind_at = None
+        self._unanchored = False
+        return stale
+
+
 def relist_resource_version(last_sync: str, unavailable: bool) -> str:
     """RV to list at: ``"0"`` first (watch cache), then the last synced RV, or ``""``
     (a consistent read) once that RV is known to be unavailable."""

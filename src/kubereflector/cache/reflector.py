@@ -9,6 +9,16 @@ re-opened from the last resourceVersion without relisting; anything else
 (a 410 above all) ends the cycle, and :meth:`Reflector.run` starts the next one
 after backoff. The decisions live in :mod:`kubereflector.cache._relist`.
 
+The phases, as :class:`ReflectorPhase` names them (kube-rs's ``watcher`` has the
+same states)::
+
+    STOPPED ──run()──▶ LISTING ─────────────(replace)──────────▶ WATCHING ◀─┐
+                 └───▶ INITIAL_EVENTS ──(initial-events-end)───▶    │  rewatch
+                              │ refused: LISTING                    ├───────┘
+                              ▼                                     ▼ 410, ...
+                          BACKING_OFF ◀─────────────────────────────┘
+                              └──▶ the next cycle (LISTING or INITIAL_EVENTS)
+
 Concurrency: a Reflector runs on one event loop. It is the only writer of its
 store while it runs; the store's readers may be on any thread.
 """
@@ -16,7 +26,7 @@ store while it runs; the store's readers may be on any thread.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import enum
 import functools
 import logging
 import math
@@ -33,6 +43,7 @@ from ..errors import ApiError, error_from_status
 from . import _relist
 from ._gc import defer_full_collections
 from ._relist import (
+    SyncPoint,
     VeryShortWatchError,
     WatchAction,
     WatchListUnsupportedError,
@@ -61,6 +72,7 @@ from .store import (
 __all__ = [
     "Reflector",
     "ReflectorOptions",
+    "ReflectorPhase",
     "ReflectorStats",
     "VeryShortWatchError",
     "WatchErrorHandler",
@@ -213,6 +225,28 @@ def _check_positive(options: ReflectorOptions, name: str) -> None:
         raise ValueError(f"{name} must be > 0 (got {getattr(options, name)!r})")
 
 
+class ReflectorPhase(enum.Enum):
+    """What a :class:`Reflector` is doing (see the module documentation's diagram)."""
+
+    STOPPED = "stopped"
+    """Not running: before :meth:`Reflector.run`, or after it ended."""
+
+    LISTING = "listing"
+    """A (paginated) list, handed to the store with one ``replace`` once complete."""
+
+    INITIAL_EVENTS = "initial-events"
+    """A watch-list's initial events, gathered apart and handed to the store with
+    one ``replace`` at the bookmark that ends them."""
+
+    WATCHING = "watching"
+    """Watch events applied to the store as they come; watches re-opened from the
+    last resourceVersion when they end."""
+
+    BACKING_OFF = "backing-off"
+    """Waiting before the next attempt: a cycle ended with an error, or a watch
+    (or watch-list) failed in a way that is retried after backoff."""
+
+
 @dataclass(frozen=True, slots=True)
 class ReflectorStats:
     """Counters since the Reflector was created (a snapshot)."""
@@ -282,15 +316,12 @@ class Reflector:
         self.backoff = backoff if backoff is not None else options.new_backoff(self.clock)
         self.on_watch_error: WatchErrorHandler = on_watch_error or default_watch_error_handler
         self._internal_retry = _relist.InternalErrorRetry(options.max_internal_error_retry_duration)
+        self._phase = ReflectorPhase.STOPPED
+        self._position = SyncPoint()
+        # Remembered about the server: it refused a watch-list; it paginated a list at "0".
         self._use_watch_list = options.use_watch_list
-        self._last_sync_rv = ""
-        self._rv_unavailable = False
         self._paginated_result = False
-        self._malformed_rv_logged = False
-        # The RV held when a change came with a malformed RV (None: none since).
-        self._stale_rv: str | None = None
-        # The open watch started at "" or "0" and no bookmark has come since.
-        self._unanchored = False
+        self._malformed_rv_logged = False  # (logged at WARNING once, then at DEBUG)
         # counters (see ReflectorStats)
         self._lists = 0
         self._watches = 0
@@ -321,7 +352,12 @@ class Reflector:
     @property
     def last_sync_resource_version(self) -> str:
         """The resourceVersion of the last list, watch-list or watch event applied."""
-        return self._last_sync_rv
+        return self._position.rv
+
+    @property
+    def phase(self) -> ReflectorPhase:
+        """What the Reflector is doing now. Any thread (a snapshot)."""
+        return self._phase
 
     @property
     def uses_watch_list(self) -> bool:
@@ -338,7 +374,7 @@ class Reflector:
             watch_restarts=self._watch_restarts,
             stalls=self._stalls,
             events=self._events,
-            last_sync_resource_version=self._last_sync_rv,
+            last_sync_resource_version=self._position.rv,
         )
 
     async def run(self) -> None:
@@ -357,8 +393,9 @@ class Reflector:
                 except Exception as err:
                     wait_at_least = _relist.retry_after(err)
                     self.on_watch_error(self, err)
-                await self.backoff.wait(at_least=wait_at_least)
+                await self._back_off(wait_at_least)
         finally:
+            self._phase = ReflectorPhase.STOPPED
             logger.debug("%s: stopped", self.name)
 
     async def list_and_watch(self) -> None:
@@ -369,8 +406,8 @@ class Reflector:
         :class:`VeryShortWatchError`, the list's error, ...).
         """
         synced = asyncio.Event()
-        if self._take_stale_rv():
-            self._rv_unavailable = True  # sync at "" (see _relist_instead_of_replaying)
+        if self._position.take_stale():
+            self._position.refused()  # sync at "" (see _relist_instead_of_replaying)
         use_watch_list = self._use_watch_list
         if not use_watch_list:
             await self._list()
@@ -391,11 +428,12 @@ class Reflector:
         :func:`~kubereflector.cache._gc.defer_full_collections` sync window: no full
         collection of the garbage collector while the new objects pile up.
         """
+        self._phase = ReflectorPhase.LISTING
         with defer_full_collections(sync=True):
             await self._list_in_window()
 
     async def _list_in_window(self) -> None:
-        rv = _relist.relist_resource_version(self._last_sync_rv, self._rv_unavailable)
+        rv = self._position.list_at()
         try:
             items, list_rv, paginated = await self._paged_list(rv)
         except ApiError as err:
@@ -406,11 +444,9 @@ class Reflector:
             items, list_rv, paginated = await self._paged_list(rv)
         if rv == "0" and paginated:
             self._paginated_result = True
-        self._rv_unavailable = False
         list_rv = self._recordable(list_rv, "list")
         self._store.replace(items, list_rv)
-        self._lists += 1
-        self._synced_to(list_rv)
+        self._replaced(list_rv)
         logger.debug("%s: listed %d objects at resourceVersion %s", self.name, len(items), list_rv)
 
     async def _paged_list(self, rv: str) -> tuple[list[Any], str, bool]:
@@ -443,16 +479,14 @@ class Reflector:
         timeout = _relist.watch_timeout_seconds(self._options.min_watch_timeout, random.random())
         if watch_list:
             return ListOptions(
-                resource_version=_relist.rewatch_resource_version(
-                    self._last_sync_rv, self._rv_unavailable
-                ),
+                resource_version=self._position.watch_list_at(),
                 resource_version_match="NotOlderThan",
                 send_initial_events=True,
                 allow_watch_bookmarks=True,
                 timeout_seconds=timeout,
             )
         return ListOptions(
-            resource_version=self._last_sync_rv,
+            resource_version=self._position.rv,
             allow_watch_bookmarks=True,
             timeout_seconds=timeout,
         )
@@ -460,12 +494,9 @@ class Reflector:
     async def _watch_loop(self, synced: asyncio.Event, watch_list: bool) -> None:
         """Open watches one after another until an error ends the cycle."""
         while True:
-            if self._take_stale_rv():
+            if self._position.take_stale():
                 await self._relist_instead_of_replaying()
-            if not watch_list and self._last_sync_rv in ("", "0"):
-                # A server starts such a watch with its state as ADDED events, whose
-                # resourceVersions are no position in the stream (only a bookmark's is).
-                self._unanchored = True
+            self._position.watch_opened(watch_list)
             start = self.clock.now()
             try:
                 count = await self._stream(self._watch_options(watch_list), synced)
@@ -478,7 +509,7 @@ class Reflector:
                 self._internal_retry.after(err, now)
                 action = _relist.classify_watch_error(err, self._internal_retry.should_retry(now))
                 if action is WatchAction.RELIST_CURRENT:
-                    self._resource_version_unavailable(self._last_sync_rv, err)
+                    self._resource_version_unavailable(self._position.rv, err)
                     raise
                 if action is WatchAction.END_CYCLE:
                     raise
@@ -488,7 +519,7 @@ class Reflector:
                     logger.debug("%s: watch ended (%s); watching again", self.name, err)
                 self._watch_restarts += 1
                 if action is WatchAction.BACKOFF_REWATCH:
-                    await self.backoff.wait(at_least=_relist.retry_after(err))
+                    await self._back_off(_relist.retry_after(err))
                 continue
             if watch_list and not synced.is_set():
                 watch_list = await self._after_failed_watch_list(
@@ -512,12 +543,12 @@ class Reflector:
         """
         if _relist.is_watch_error_retriable(err) or isinstance(err, WatchStalledError):
             logger.info("%s: watch-list failed (%s); backing off", self.name, err)
-            await self.backoff.wait(at_least=_relist.retry_after(err))
+            await self._back_off(_relist.retry_after(err))
             return True
         unavailable = _relist.is_resource_version_unavailable(err)
-        if unavailable and not self._rv_unavailable:
+        if unavailable and not self._position.unavailable:
             # Once more at "", the current state; refused even there: list (below).
-            self._resource_version_unavailable(self._last_sync_rv, err)
+            self._resource_version_unavailable(self._position.rv, err)
             return True
         if not unavailable and _relist.refuses_watch_list(err):
             logger.info("%s: the server does not support watch-list (%s); listing", self.name, err)
@@ -576,171 +607,176 @@ class Reflector:
     async def _consume(self, options: ListOptions, synced: asyncio.Event) -> int:
         """Apply one stream's events; returns how many arrived.
 
-        While a watch-list's initial events flow (``synced`` not set) they are
-        gathered in a temporary store that replaces the real one in one step at
-        the initial-events-end bookmark; the same stream then goes on. Those
-        initial events run in a :func:`~kubereflector.cache._gc.defer_full_collections`
-        sync window, closed at that bookmark or when the stream ends.
+        While a watch-list's initial events flow (``synced`` not set) they go to
+        :meth:`_gather_initial_events`; after the bookmark that ends them the same
+        stream goes on in :meth:`_apply_watch_events`.
         """
-        store = self._store
-        initial: Cache | None = None
-        transformer: Callable[[Any], Any] | None = None
-        if not synced.is_set():
-            initial = Cache(deletion_handling_meta_namespace_key_func)
-            candidate = getattr(store, "transformer", None)
-            transformer = candidate if callable(candidate) else None
-        with contextlib.ExitStack() as gc_window:
-            if initial is not None:
-                gc_window.enter_context(defer_full_collections(sync=True))
-            return await self._apply_events(options, synced, initial, transformer, gc_window)
-
-    async def _apply_events(
-        self,
-        options: ListOptions,
-        synced: asyncio.Event,
-        initial: Cache | None,
-        transformer: Callable[[Any], Any] | None,
-        gc_window: contextlib.ExitStack,
-    ) -> int:
-        """The loop of :meth:`_consume`; ``gc_window`` is closed once a watch-list's
-        initial events have been handed to the store.
-
-        The changes are written to the store a batch at a time: those that
-        arrived between two turns of the event loop, when the stream marks the
-        turns (``with_turn_marks``, as the REST client's streams do), else one
-        event at a time. A batch goes in one
-        :meth:`~kubereflector.WatchChangeWriter.apply_watch_changes` call when
-        the store has it; the resourceVersion is recorded after the batch.
-        Nothing is held back across an ``await``.
-        """
-        store = self._store
-        initial_rv = ""
-        expected_kind = self.expected_kind
-        count = 0
-        changes: list[WatchChange] = []
-        last_rv = ""
-
-        def flush() -> None:
-            """Write the batch, then record its last resourceVersion."""
-            nonlocal changes, last_rv, initial_rv
-            if changes:
-                write(changes)
-                changes = []
-            if last_rv:
-                if initial is not None:
-                    initial_rv = last_rv
-                else:
-                    self._last_sync_rv = last_rv
-                    if updater is not None:
-                        updater.update_resource_version(last_rv)
-                last_rv = ""
-
-        write = self._writer(initial if initial is not None else store)
-        updater = store if isinstance(store, ResourceVersionUpdater) else None
+        before = self._events
         async with self._lw.watch(options) as stream:
             with_turn_marks = getattr(stream, "with_turn_marks", None)
             marked = callable(with_turn_marks)
             events: AsyncIterator[WatchEvent | None] = (
                 with_turn_marks() if callable(with_turn_marks) else stream
             )
-            try:
-                async for event in events:
-                    if event is None:  # the loop's turn is next: write what came before
-                        flush()
-                        continue
-                    count += 1
-                    self._events += 1
-                    etype, obj = event
-                    if etype == ERROR:
-                        if isinstance(obj, Mapping):
-                            raise error_from_status(obj)
-                        raise ApiError(
-                            500,
-                            "InternalError",
-                            f"a watch ERROR event of {self.source} carried a "
-                            f"{type(obj).__name__} instead of a Status",
+            if not synced.is_set():
+                self._phase = ReflectorPhase.INITIAL_EVENTS
+                if not await self._gather_initial_events(events, marked):
+                    return self._events - before
+                synced.set()
+            self._phase = ReflectorPhase.WATCHING
+            await self._apply_watch_events(events, marked)
+        return self._events - before
+
+    async def _gather_initial_events(
+        self, events: AsyncIterator[WatchEvent | None], marked: bool
+    ) -> bool:
+        """A watch-list's initial events, gathered in a temporary store that
+        replaces the real one in one step at the bookmark that ends them.
+
+        Returns whether that bookmark came (``False``: the stream ended first, and
+        what was gathered is dropped). Objects pass through the store's
+        ``transformer`` (if it has one) as they are gathered. The whole of it runs
+        in a :func:`~kubereflector.cache._gc.defer_full_collections` sync window.
+        """
+        initial = Cache(deletion_handling_meta_namespace_key_func)
+        candidate = getattr(self._store, "transformer", None)
+        transformer: Callable[[Any], Any] | None = candidate if callable(candidate) else None
+        gathered_rv = ""
+
+        def gathered_to(rv: str) -> None:
+            nonlocal gathered_rv
+            gathered_rv = rv
+
+        batch = _Batch(self._writer(initial), gathered_to)
+        with defer_full_collections(sync=True):
+            async for event in events:
+                if event is None:  # the loop's turn is next: write what came before
+                    batch.flush()
+                    continue
+                self._events += 1
+                etype, obj = event
+                rv = self._checked_resource_version(etype, obj, change=False)
+                if rv is None:
+                    continue
+                if etype == BOOKMARK:
+                    if _relist.is_initial_events_end(get_metadata(obj)):
+                        batch.flush()
+                        final_rv = rv or gathered_rv
+                        self._store.replace(initial.list(), final_rv)
+                        self._replaced(final_rv)
+                        logger.debug(
+                            "%s: watch-list synced at resourceVersion %s", self.name, final_rv
                         )
-                    if type(obj) is dict:
-                        meta = obj.get("metadata")
-                        kind = obj.get("kind")
-                    elif type(obj) is CompactObject:
-                        meta = obj.get("metadata")
-                        kind = obj.kind
+                        return True
+                elif etype in _CHANGES:
+                    if transformer is None or etype == DELETED:
+                        batch.changes.append((etype, obj))
                     else:
-                        meta = get_metadata(obj)
-                        kind = getattr(obj, "kind", None)
-                    if meta is None:
-                        logger.error(
-                            "%s: %s event of %s for an object without metadata; skipped",
-                            self.name,
-                            etype,
-                            self.source,
-                        )
-                        continue
-                    if expected_kind is not None and kind is not None and kind != expected_kind:
-                        logger.error(
-                            "%s: expected kind %s, but a %s event of %s carried a %r; skipped",
-                            self.name,
-                            expected_kind,
-                            etype,
-                            self.source,
-                            kind,
-                        )
-                        continue
-                    if type(meta) is dict:
-                        rv = meta.get("resourceVersion")
-                    elif type(meta) is CompactMetadata:
-                        rv = _compact_resource_version(meta)
-                    else:
-                        rv = _resource_version(meta)
-                    if type(rv) is not str:
-                        rv = self._recordable(
-                            rv, etype, change=initial is None and etype != BOOKMARK
-                        )
-                    if etype == BOOKMARK:
-                        if initial is not None and _relist.is_initial_events_end(meta):
-                            flush()
-                            final_rv = rv or initial_rv
-                            store.replace(initial.list(), final_rv)
-                            self._rv_unavailable = False
-                            self._lists += 1
-                            initial = None
-                            transformer = None
-                            write = self._writer(store)
-                            gc_window.close()
-                            synced.set()
-                            self._synced_to(final_rv)
-                            logger.debug(
-                                "%s: watch-list synced at resourceVersion %s",
-                                self.name,
-                                final_rv,
-                            )
-                            continue
-                        if rv:
-                            self._unanchored = False
-                    elif etype in _CHANGES:
-                        if transformer is None or etype == DELETED:
-                            changes.append((etype, obj))
-                        else:
-                            try:
-                                changes.append((etype, transformer(obj)))
-                            except Exception as err:
-                                self._log_unapplied(etype, err)
-                    else:
-                        logger.error(
-                            "%s: unknown watch event type %r from %s; skipped",
-                            self.name,
-                            etype,
-                            self.source,
-                        )
-                        continue
+                        try:
+                            batch.changes.append((etype, transformer(obj)))
+                        except Exception as err:
+                            self._log_unapplied(etype, err)
+                else:
+                    self._log_unknown(etype)
+                    continue
+                if rv:
+                    batch.rv = rv
+                if not marked:
+                    batch.flush()
+        return False
+
+    async def _apply_watch_events(
+        self, events: AsyncIterator[WatchEvent | None], marked: bool
+    ) -> None:
+        """Apply watch events to the store until the stream ends.
+
+        The changes are written a batch at a time: those that arrived between two
+        turns of the event loop, when the stream marks the turns
+        (``with_turn_marks``, as the REST client's streams do), else one event at
+        a time. A batch goes in one
+        :meth:`~kubereflector.WatchChangeWriter.apply_watch_changes` call when the
+        store has it; the resourceVersion is recorded after the batch. Nothing is
+        held back across an ``await``: an error ends the stream after the
+        changes before it are written.
+        """
+        batch = _Batch(self._writer(self._store), self._advanced)
+        try:
+            async for event in events:
+                if event is None:  # the loop's turn is next: write what came before
+                    batch.flush()
+                    continue
+                self._events += 1
+                etype, obj = event
+                rv = self._checked_resource_version(etype, obj, change=etype != BOOKMARK)
+                if rv is None:
+                    continue
+                if etype in _CHANGES:
+                    batch.changes.append((etype, obj))
+                elif etype == BOOKMARK:
                     if rv:
-                        last_rv = rv
-                    if not marked:
-                        flush()
-            finally:  # an error: the changes before it are written first
-                flush()
-        return count
+                        self._position.bookmarked()
+                else:
+                    self._log_unknown(etype)
+                    continue
+                if rv:
+                    batch.rv = rv
+                if not marked:
+                    batch.flush()
+        finally:
+            batch.flush()
+
+    def _checked_resource_version(self, etype: str, obj: Any, *, change: bool) -> str | None:
+        """The resourceVersion of a watch event's object (``""``: absent or
+        malformed), or ``None`` when the event is to be skipped (logged: no
+        metadata, or not the expected kind). Raises the error an ERROR event
+        carries. ``change``: the event changes the store (see :meth:`_recordable`).
+        """
+        if etype == ERROR:
+            if isinstance(obj, Mapping):
+                raise error_from_status(obj)
+            raise ApiError(
+                500,
+                "InternalError",
+                f"a watch ERROR event of {self.source} carried a "
+                f"{type(obj).__name__} instead of a Status",
+            )
+        if type(obj) is dict:
+            meta = obj.get("metadata")
+            kind = obj.get("kind")
+        elif type(obj) is CompactObject:
+            meta = obj.get("metadata")
+            kind = obj.kind
+        else:
+            meta = get_metadata(obj)
+            kind = getattr(obj, "kind", None)
+        if meta is None:
+            logger.error(
+                "%s: %s event of %s for an object without metadata; skipped",
+                self.name,
+                etype,
+                self.source,
+            )
+            return None
+        expected_kind = self.expected_kind
+        if expected_kind is not None and kind is not None and kind != expected_kind:
+            logger.error(
+                "%s: expected kind %s, but a %s event of %s carried a %r; skipped",
+                self.name,
+                expected_kind,
+                etype,
+                self.source,
+                kind,
+            )
+            return None
+        if type(meta) is dict:
+            rv = meta.get("resourceVersion")
+        elif type(meta) is CompactMetadata:
+            rv = _compact_resource_version(meta)
+        else:
+            rv = _resource_version(meta)
+        if type(rv) is str:
+            return rv
+        return self._recordable(rv, etype, change=change)
 
     def _writer(self, target: ReflectorStore[Any]) -> Callable[[list[WatchChange]], None]:
         """A function that applies a batch of changes to ``target``, in order,
@@ -770,19 +806,40 @@ class Reflector:
     def _log_unapplied(self, etype: str, err: Exception) -> None:
         logger.error("%s: could not apply a %s event of %s: %s", self.name, etype, self.source, err)
 
-    def _synced_to(self, rv: str) -> None:
-        self._last_sync_rv = rv
+    def _log_unknown(self, etype: str) -> None:
+        logger.error(
+            "%s: unknown watch event type %r from %s; skipped", self.name, etype, self.source
+        )
+
+    def _replaced(self, rv: str) -> None:
+        """A full sync (list or watch-list) handed the store its state at ``rv``."""
+        self._lists += 1
+        self._position.replaced(rv)
+        self._tell_store(rv)
+
+    def _advanced(self, rv: str) -> None:
+        """Watch events up to ``rv`` were written to the store."""
+        self._position.advanced(rv)
+        self._tell_store(rv)
+
+    def _tell_store(self, rv: str) -> None:
         if isinstance(self._store, ResourceVersionUpdater):
             self._store.update_resource_version(rv)
+
+    async def _back_off(self, at_least: float) -> None:
+        """Wait as :attr:`backoff` says (and at least ``at_least`` seconds); the
+        phase that follows sets itself."""
+        self._phase = ReflectorPhase.BACKING_OFF
+        await self.backoff.wait(at_least=at_least)
 
     def _recordable(self, rv: object, what: str, *, change: bool = False) -> str:
         """``rv`` if it can be recorded, else ``""`` (absent). A malformed one is
         logged, at WARNING the first time (then DEBUG: a broken server would
         flood the log); on a ``change`` applied to the store it also leaves the
-        RV held behind the store (see :meth:`_take_stale_rv`)."""
+        RV held behind the store (see :meth:`SyncPoint.take_stale`)."""
         if _relist.is_malformed_resource_version(rv):
             if change:
-                self._stale_rv = self._last_sync_rv
+                self._position.change_without_resource_version()
             level = logging.DEBUG if self._malformed_rv_logged else logging.WARNING
             self._malformed_rv_logged = True
             logger.log(
@@ -794,40 +851,27 @@ class Reflector:
                 self.source,
                 type(rv).__name__,
                 reprlib.repr(rv),
-                self._last_sync_rv,
+                self._position.rv,
             )
         return _relist.resource_version_of(rv)
 
-    def _take_stale_rv(self) -> bool:
-        """Whether the RV held is no position to watch from again, and forgets it:
-        the last change applied came with a malformed RV and no usable RV came
-        after it (so the RV held is behind the store), or the watch started at
-        ``""``/``"0"`` and no bookmark came (so the RV held is an object's, from
-        the state the server sent first, not the stream's)."""
-        stale = self._unanchored or (
-            self._stale_rv is not None and self._stale_rv == self._last_sync_rv
-        )
-        self._stale_rv = None
-        self._unanchored = False
-        return stale
-
     async def _relist_instead_of_replaying(self) -> None:
-        """The RV held is no position in the stream (see :meth:`_take_stale_rv`):
+        """The RV held is no position in the stream (see :meth:`SyncPoint.take_stale`):
         watching again from it would deliver changes a second time, or a delete
         of an object never seen, so list at ``""`` instead."""
         logger.info(
             "%s: resourceVersion %r is no position in the watch stream; listing "
             "instead of watching again from it",
             self.name,
-            self._last_sync_rv,
+            self._position.rv,
         )
-        self._rv_unavailable = True
+        self._position.refused()
         await self._list()
 
     def _resource_version_unavailable(self, rv: str, err: BaseException) -> None:
         """``rv`` cannot be served (expired, too large, refused as invalid): the
         next sync is at ``""``, the current state."""
-        self._rv_unavailable = True
+        self._position.refused()
         if _relist.is_invalid_resource_version(err):
             logger.warning(
                 "%s: the server refused resourceVersion %r as invalid (%s); "
@@ -852,7 +896,7 @@ class Reflector:
                     logger.exception("%s: store.resync() failed", self.name)
 
     def __repr__(self) -> str:
-        return f"<Reflector {self.name} rv={self._last_sync_rv!r}>"
+        return f"<Reflector {self.name} {self._phase.value} rv={self._position.rv!r}>"
 
 
 _CHANGES: Final = frozenset((ADDED, MODIFIED, DELETED))
@@ -862,3 +906,28 @@ def _resource_version(meta: Any) -> str | None:
     if isinstance(meta, Mapping):
         return meta.get("resourceVersion")
     return getattr(meta, "resource_version", None)
+
+
+class _Batch:
+    """The watch changes that arrived since the event loop's last turn, and the
+    last resourceVersion among them, until :meth:`flush` writes them (in order)
+    and then records that resourceVersion. One stream's, on the Reflector's loop."""
+
+    __slots__ = ("_record", "_write", "changes", "rv")
+
+    def __init__(
+        self, write: Callable[[list[WatchChange]], None], record: Callable[[str], None]
+    ) -> None:
+        self._write = write
+        self._record = record
+        self.changes: list[WatchChange] = []
+        self.rv = ""
+
+    def flush(self) -> None:
+        """Write the changes, then record the resourceVersion (each if any)."""
+        if self.changes:
+            changes, self.changes = self.changes, []
+            self._write(changes)
+        if self.rv:
+            rv, self.rv = self.rv, ""
+            self._record(rv)

@@ -19,6 +19,7 @@ from kubereflector import (
     ListResult,
     Reflector,
     ReflectorOptions,
+    ReflectorPhase,
     TooLargeResourceVersionError,
     TooManyRequestsError,
     VeryShortWatchError,
@@ -786,3 +787,47 @@ async def test_cancelling_mid_watch_closes_the_stream() -> None:
     assert store.names() == ["default/a"]
     pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     assert pending == []
+
+
+# -- phases -----------------------------------------------------------------------
+
+
+async def test_phases_of_a_listing_cycle() -> None:
+    lw = ScriptedListerWatcher()
+    lw.lists.extend([asyncio.Event(), ListResult([pod("a", "5")], "10"), asyncio.Event()])
+    reflector, _, clock, _ = make(lw)
+    assert reflector.phase is ReflectorPhase.STOPPED
+    # A list that hangs (an Event nobody sets), cancelled by the test: the Reflector stops.
+    async with running(reflector):
+        assert reflector.phase is ReflectorPhase.LISTING
+    assert reflector.phase is ReflectorPhase.STOPPED
+    lw.watches.append([ExpiredError()])
+    async with running(reflector):
+        # listed, watched, the watch failed with a 410: the cycle ended
+        assert reflector.phase is ReflectorPhase.BACKING_OFF
+        assert "backing-off" in repr(reflector)
+        await clock.advance(0.8)
+        assert reflector.phase is ReflectorPhase.LISTING  # the next cycle's list
+
+
+async def test_phases_of_a_watch_list_cycle() -> None:
+    lw = ScriptedListerWatcher()
+    go_on = asyncio.Event()
+    lw.watches.append(
+        [
+            WatchEvent("ADDED", pod("a", "5")),
+            go_on,
+            bookmark("10", initial_end=True),
+            WatchEvent("ADDED", pod("b", "11")),
+            BLOCK,
+        ]
+    )
+    reflector, store, _, _ = make(lw, use_watch_list=True)
+    async with running(reflector):
+        assert reflector.phase is ReflectorPhase.INITIAL_EVENTS
+        assert store.names() == []  # gathered apart until the initial-events-end bookmark
+        go_on.set()
+        await settle()
+        assert reflector.phase is ReflectorPhase.WATCHING
+        assert store.names() == ["default/a", "default/b"]
+        assert reflector.last_sync_resource_version == "11"

@@ -23,6 +23,7 @@ from kubereflector import (
 )
 from kubereflector.cache._relist import (
     InternalErrorRetry,
+    SyncPoint,
     WatchAction,
     WatchStalledError,
     classify_watch_error,
@@ -205,3 +206,52 @@ class _NullStore:
     def delete(self, obj: object) -> None: ...
     def replace(self, items: list[object], resource_version: str) -> None: ...
     def resync(self) -> None: ...
+
+
+# -- SyncPoint: where the next list or watch starts ----------------------------------
+
+
+def test_sync_point_starts_with_a_list_at_zero_and_a_watch_list_at_empty() -> None:
+    point = SyncPoint()
+    assert (point.rv, point.list_at(), point.watch_list_at()) == ("", "0", "")
+
+
+def test_sync_point_refused_until_the_next_full_sync() -> None:
+    point = SyncPoint()
+    point.replaced("10")
+    point.advanced("12")
+    assert (point.list_at(), point.watch_list_at()) == ("12", "12")
+    point.refused()
+    assert (point.list_at(), point.watch_list_at()) == ("", "")
+    point.advanced("13")  # watch events do not make a refused position good again
+    assert point.list_at() == ""
+    point.replaced("20")
+    assert (point.rv, point.list_at(), point.watch_list_at()) == ("20", "20", "20")
+
+
+def test_sync_point_a_change_without_resource_version_is_stale_until_a_usable_one() -> None:
+    point = SyncPoint()
+    point.replaced("10")
+    point.change_without_resource_version()
+    assert point.take_stale()
+    assert not point.take_stale()  # taken: forgotten
+
+    point.change_without_resource_version()
+    point.advanced("11")  # a usable resourceVersion came after it
+    assert not point.take_stale()
+
+
+@pytest.mark.parametrize(
+    ("rv", "watch_list", "stale"),
+    [("", False, True), ("0", False, True), ("10", False, False), ("", True, False)],
+)
+def test_sync_point_a_plain_watch_from_empty_or_zero_is_unanchored_until_a_bookmark(
+    rv: str, watch_list: bool, stale: bool
+) -> None:
+    point = SyncPoint()
+    point.advanced(rv)
+    point.watch_opened(watch_list)
+    assert point.take_stale() is stale
+    point.watch_opened(watch_list)
+    point.bookmarked()
+    assert not point.take_stale()
