@@ -23,22 +23,21 @@ from .cache.compact import (
 )
 
 # -- controller.py --
-from .cache.controller import (
-    AlreadyStartedError,
-    Controller,
-    FilteringResourceEventHandler,
-    ResourceEventHandler,
-    ResourceEventHandlerDetailedFuncs,
-    ResourceEventHandlerFuncs,
-    new_indexer_informer,
-    new_informer,
-)
+from .cache.controller import AlreadyStartedError, Controller, new_indexer_informer, new_informer
 
 # -- delta_fifo.py --
 from .cache.delta_fifo import Delta, DeltaFIFO, Deltas, DeltaType, ReplacedAllInfo, TransformFunc
 
 # -- fifo.py --
 from .cache.fifo import FIFO, RealFIFO
+
+# -- cache/handlers.py --
+from .cache.handlers import (
+    FilteringResourceEventHandler,
+    ResourceEventHandler,
+    ResourceEventHandlerDetailedFuncs,
+    ResourceEventHandlerFuncs,
+)
 
 # -- keys.py --
 from .cache.keys import (

@@ -16,6 +16,7 @@ from . import (
     controller,
     delta_fifo,
     fifo,
+    handlers,
     keys,
     listers,
     listwatch,
@@ -29,6 +30,7 @@ from .compact import *  # noqa: F403
 from .controller import *  # noqa: F403
 from .delta_fifo import *  # noqa: F403
 from .fifo import *  # noqa: F403
+from .handlers import *  # noqa: F403
 from .keys import *  # noqa: F403
 from .listers import *  # noqa: F403
 from .listwatch import *  # noqa: F403
@@ -43,6 +45,7 @@ __all__ = (
     + controller.__all__
     + delta_fifo.__all__
     + fifo.__all__
+    + handlers.__all__
     + keys.__all__
     + listers.__all__
     + listwatch.__all__

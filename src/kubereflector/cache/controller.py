@@ -19,19 +19,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import inspect
 import logging
 from collections.abc import Callable, Mapping, Sized
-from typing import Any, Final, Generic, Protocol, runtime_checkable
+from typing import Any, Final, Generic
 
 from ..backoff import Backoff
 from ..clock import Clock
+from ._deltas import apply_deltas, describe_item
 from ._gc import defer_full_collections
-from ._listener import ADD, DELETE, UPDATE, Calls, Listener, Notification, Route
+from ._listener import Listener, Notification
 from ._synced import SyncSignal
-from .delta_fifo import Deltas, DeltaType, ReplacedAllInfo, TransformFunc
+from .delta_fifo import Deltas, DeltaType, TransformFunc
 from .fifo import RealFIFO
-from .keys import DeletedFinalStateUnknown, T, T_contra, deletion_handling_meta_namespace_key_func
+from .handlers import ResourceEventHandler, _describe_callable, _resolve_handler
+from .keys import T, deletion_handling_meta_namespace_key_func
 from .listwatch import ListerWatcher
 from .queue import Item, PopProcessFunc, Queue, QueueClosed
 from .reflector import Reflector, ReflectorOptions, WatchErrorHandler
@@ -40,10 +41,6 @@ from .store import Cache, Indexer, IndexFunc, Store, WatchChange, _apply_one_by_
 __all__ = [
     "AlreadyStartedError",
     "Controller",
-    "FilteringResourceEventHandler",
-    "ResourceEventHandler",
-    "ResourceEventHandlerDetailedFuncs",
-    "ResourceEventHandlerFuncs",
     "new_indexer_informer",
     "new_informer",
 ]
@@ -64,359 +61,6 @@ _DELTA_TYPES: Final = {
 class AlreadyStartedError(RuntimeError):
     """``run()`` was called on a controller or informer that is running or has run,
     or a setting that must come before the start was changed after it."""
-
-
-# -- event handlers -----------------------------------------------------------------
-
-
-@runtime_checkable
-class ResourceEventHandler(Protocol[T_contra]):
-    """Receives an informer's notifications (client-go's ``ResourceEventHandler``);
-    a ``ResourceEventHandler[T]`` handles objects of type ``T`` (plain
-    ``ResourceEventHandler``: :data:`~kubereflector.KubeObject`).
-
-    * ``on_add(obj, is_in_initial_list)``: an object appeared in the cache;
-      ``is_in_initial_list`` is true for the objects of the initial list (and of
-      the replay a handler added late receives).
-    * ``on_update(old, new)``: an object in the cache was replaced. ``old`` is the
-      last state the cache held (several changes may have been merged), and a
-      relist or a periodic resync calls it even when nothing changed.
-    * ``on_delete(obj)``: an object left the cache. ``obj`` is its last known state,
-      or a :class:`~kubereflector.DeletedFinalStateUnknown` when the deletion was
-      only noticed by a relist (hence the type ``T | DeletedFinalStateUnknown[T]``).
-
-    Each method may be a plain function or a coroutine function; the return
-    value is ignored and an exception is logged (with the object's key) without
-    stopping further notifications.
-    """
-
-    def on_add(self, obj: T_contra, is_in_initial_list: bool) -> object:
-        """An object appeared in the cache (see the class documentation)."""
-        ...
-
-    def on_update(self, old: T_contra, new: T_contra) -> object:
-        """An object in the cache was replaced: ``old`` by ``new``."""
-        ...
-
-    def on_delete(self, obj: T_contra | DeletedFinalStateUnknown[T_contra]) -> object:
-        """An object left the cache: its last state, or a tombstone."""
-        ...
-
-
-def _noop(*_args: Any) -> None:
-    """An absent handler function (the informer skips it without a thread hop)."""
-
-
-def _is_coroutine_callable(fn: object) -> bool:
-    """Whether calling ``fn`` returns a coroutine: a coroutine function, a bound
-    one, a ``functools.partial`` of one, or an object with an ``async __call__``."""
-    if inspect.iscoroutinefunction(fn):
-        return True
-    if inspect.isroutine(fn) or inspect.isclass(fn) or not callable(fn):
-        return False
-    return inspect.iscoroutinefunction(type(fn).__call__)
-
-
-def _adapt(fn: Callable[..., Any] | None, *, drop_flag: bool) -> Callable[..., Any]:
-    """A handler method calling ``fn`` (dropping ``is_in_initial_list`` when asked),
-    a coroutine function exactly when ``fn`` is one."""
-    if fn is None:
-        return _noop
-    if not callable(fn):
-        raise TypeError(f"expected a callable or None, got {type(fn).__name__}")
-    if not drop_flag:
-        return fn
-    if _is_coroutine_callable(fn):
-
-        async def on_add_async(obj: Any, is_in_initial_list: bool) -> Any:
-            return await fn(obj)
-
-        return on_add_async
-
-    def on_add(obj: Any, is_in_initial_list: bool) -> Any:
-        return fn(obj)
-
-    return on_add
-
-
-class ResourceEventHandlerFuncs(Generic[T]):
-    """A handler made of up to three functions (client-go's ``ResourceEventHandlerFuncs``).
-
-    ``on_add(obj)`` takes only the object (use
-    :class:`ResourceEventHandlerDetailedFuncs` to also get ``is_in_initial_list``),
-    ``on_update(old, new)``, ``on_delete(obj)`` (``obj`` may be a
-    :class:`~kubereflector.DeletedFinalStateUnknown`). A function left ``None`` is
-    skipped. Each may be a plain function or a coroutine function; what it
-    returns is ignored. The type parameter is the type the functions take
-    (:data:`~kubereflector.KubeObject` unless they say otherwise).
-    """
-
-    __slots__ = ("add_func", "delete_func", "on_add", "on_delete", "on_update", "update_func")
-
-    def __init__(
-        self,
-        on_add: Callable[[T], object] | None = None,
-        on_update: Callable[[T, T], object] | None = None,
-        on_delete: Callable[[T | DeletedFinalStateUnknown[T]], object] | None = None,
-    ) -> None:
-        self.add_func: Callable[[T], object] | Callable[[T, bool], object] | None = on_add
-        """The ``on_add`` function as given."""
-        self.update_func = on_update
-        """The ``on_update`` function as given."""
-        self.delete_func = on_delete
-        """The ``on_delete`` function as given."""
-        self.on_add: Callable[[T, bool], object] = _adapt(on_add, drop_flag=True)
-        self.on_update: Callable[[T, T], object] = _adapt(on_update, drop_flag=False)
-        self.on_delete: Callable[[T | DeletedFinalStateUnknown[T]], object] = _adapt(
-            on_delete, drop_flag=False
-        )
-
-    def __repr__(self) -> str:
-        parts = [
-            f"{name}={_describe_callable(fn)}"
-            for name, fn in (
-                ("on_add", self.add_func),
-                ("on_update", self.update_func),
-                ("on_delete", self.delete_func),
-            )
-            if fn is not None
-        ]
-        return f"{type(self).__name__}({', '.join(parts)})"
-
-
-class ResourceEventHandlerDetailedFuncs(ResourceEventHandlerFuncs[T]):
-    """Like :class:`ResourceEventHandlerFuncs`, but ``on_add(obj, is_in_initial_list)``
-    (client-go's ``ResourceEventHandlerDetailedFuncs``)."""
-
-    __slots__ = ()
-
-    def __init__(
-        self,
-        on_add: Callable[[T, bool], object] | None = None,
-        on_update: Callable[[T, T], object] | None = None,
-        on_delete: Callable[[T | DeletedFinalStateUnknown[T]], object] | None = None,
-    ) -> None:
-        super().__init__(None, on_update, on_delete)
-        self.add_func = on_add
-        self.on_add = _adapt(on_add, drop_flag=False)
-
-
-class FilteringResourceEventHandler(Generic[T]):
-    """Passes to ``handler`` only what ``filter`` accepts (client-go's
-    ``FilteringResourceEventHandler``).
-
-    An update whose old and new objects both pass is an update; one that starts
-    passing is an add of the new object (``is_in_initial_list`` false); one that
-    stops passing is a delete of the old object; one where neither passes is
-    dropped. Adds and deletes pass when their object does (the filter sees a
-    :class:`~kubereflector.DeletedFinalStateUnknown` as it is, hence its type
-    ``T | DeletedFinalStateUnknown[T]``).
-
-    ``filter`` must be a plain, fast, pure function: informers call it on the
-    handler's consumer (its worker thread, or the event loop when every method
-    of ``handler`` is a coroutine function). Called directly, each method
-    returns what the wrapped method returned (an awaitable for a coroutine one).
-    """
-
-    __slots__ = ("filter", "handler")
-
-    def __init__(
-        self,
-        filter: Callable[[T | DeletedFinalStateUnknown[T]], bool],
-        handler: ResourceEventHandler[T],
-    ) -> None:
-        if _is_coroutine_callable(filter):
-            raise TypeError(
-                "the filter of a FilteringResourceEventHandler must be a plain function"
-            )
-        self.filter = filter
-        self.handler = handler
-
-    def on_add(self, obj: T, is_in_initial_list: bool) -> object:
-        """``handler.on_add`` if ``filter`` accepts ``obj``."""
-        if self.filter(obj):
-            return self.handler.on_add(obj, is_in_initial_list)
-        return None
-
-    def on_update(self, old: T, new: T) -> object:
-        """``handler.on_update``, ``on_add`` or ``on_delete`` as ``filter`` accepts
-        ``old`` and ``new`` (see the class documentation)."""
-        newer = self.filter(new)
-        older = self.filter(old)
-        if newer and older:
-            return self.handler.on_update(old, new)
-        if newer:
-            return self.handler.on_add(new, False)
-        if older:
-            return self.handler.on_delete(old)
-        return None
-
-    def on_delete(self, obj: T | DeletedFinalStateUnknown[T]) -> object:
-        """``handler.on_delete`` if ``filter`` accepts ``obj``."""
-        if self.filter(obj):
-            return self.handler.on_delete(obj)
-        return None
-
-    def __repr__(self) -> str:
-        return f"FilteringResourceEventHandler({_describe_callable(self.filter)}, {self.handler!r})"
-
-
-def _describe_callable(fn: object) -> str:
-    return str(getattr(fn, "__qualname__", None) or type(fn).__name__)
-
-
-def _resolve_handler(handler: object) -> Calls:
-    """What a listener calls for ``handler``'s notifications.
-
-    Raises :class:`TypeError` if ``handler`` lacks one of the three methods.
-    """
-    if isinstance(handler, FilteringResourceEventHandler):
-        inner = _resolve_handler(handler.handler)
-        return Calls(inner.functions, inner.coroutine, _filter_route(handler.filter, inner.route))
-    methods = []
-    for name in ("on_add", "on_update", "on_delete"):
-        fn = getattr(handler, name, None)
-        if fn is None or not callable(fn):
-            raise TypeError(
-                f"{type(handler).__name__} is not a ResourceEventHandler: it has no {name}() "
-                "(use ResourceEventHandlerFuncs for plain functions)"
-            )
-        methods.append(fn)
-    return Calls(
-        tuple(None if fn is _noop else fn for fn in methods),
-        tuple(_is_coroutine_callable(fn) for fn in methods),
-    )
-
-
-def _filter_route(accept: Callable[[Any], bool], inner: Route | None) -> Route:
-    """The route of a FilteringResourceEventHandler around a handler routed by ``inner``."""
-
-    def route(n: Notification) -> Notification | None:
-        kind, a, b = n
-        if kind == UPDATE:
-            newer, older = accept(b), accept(a)
-            if not (newer or older):
-                return None
-            if not older:
-                n = (ADD, b, False)
-            elif not newer:
-                n = (DELETE, a, None)
-        elif not accept(a):
-            return None
-        return n if inner is None else inner(n)
-
-    return route
-
-
-# -- delta processing -------------------------------------------------------------------
-
-
-def _apply_deltas(
-    cache: Cache[T],
-    deltas: list[Any],  # Delta[T]s; only a Deleted one may hold a tombstone, which mypy cannot tell
-    is_in_initial_list: bool,
-    notifications: list[Notification],
-    name: str,
-) -> int:
-    """Apply ``deltas`` (oldest first) to ``cache`` and append one notification
-    per change to ``notifications`` (client-go's ``processDeltas``); return how
-    many of them are adds of the initial list.
-
-    Sync, Replaced, Added and Updated store the object: ``(UPDATE, old, new)``
-    if the cache held it, else ``(ADD, new, is_in_initial_list)``. Deleted
-    removes it: ``(DELETE, obj, None)``. ReplacedAll swaps the whole content
-    (see :func:`_apply_replaced_all`); SyncAll re-announces every cached object
-    as ``(UPDATE, obj, obj)``. A delta the cache refuses (an index function
-    raising) is logged with its key and leaves no notification; the others are
-    applied all the same.
-    """
-    deleted = DeltaType.DELETED
-    replaced_all = DeltaType.REPLACED_ALL
-    sync_all = DeltaType.SYNC_ALL
-    append = notifications.append
-    swap = cache.swap
-    initial_adds = 0
-    for delta_type, obj in deltas:
-        try:
-            if delta_type is deleted:
-                cache.delete(obj)
-                append((DELETE, obj, None))
-                continue
-            if delta_type is replaced_all:
-                initial_adds += _apply_replaced_all(
-                    cache, obj, is_in_initial_list, notifications, name
-                )
-                continue
-            if delta_type is sync_all:
-                notifications.extend([(UPDATE, cached, cached) for cached in cache.list()])
-                continue
-            old = swap(obj)
-            if old is not None:
-                append((UPDATE, old, obj))
-            else:
-                append((ADD, obj, is_in_initial_list))
-                initial_adds += is_in_initial_list
-        except Exception:
-            logger.exception(
-                "%s: could not apply a %s delta of %s", name, delta_type, _describe_item(obj)
-            )
-    return initial_adds
-
-
-def _apply_replaced_all(
-    cache: Cache[T],
-    info: ReplacedAllInfo[T],
-    is_in_initial_list: bool,
-    notifications: list[Notification],
-    name: str,
-) -> int:
-    """Make ``info.objects`` the whole content of ``cache`` in one swap, then
-    append the notifications (client-go's ``processReplacedAllInfo``): first
-    ``(DELETE, DeletedFinalStateUnknown(key, old), None)`` for each key that is
-    gone, then, in list order, ``(UPDATE, old, new)`` for a key the cache held
-    and ``(ADD, new, is_in_initial_list)`` for a new one. The cache holds the
-    whole new list before any handler hears of it. Objects without a key or
-    refused by an index function are logged and left out; the rest is applied.
-    Returns how many of the notifications are adds of the initial list.
-    """
-    try:
-        replaced, removed = cache.swap_all(info.objects, info.resource_version)
-    except Exception:
-        objects = _acceptable(cache, info.objects, name)
-        replaced, removed = cache.swap_all(objects, info.resource_version)
-    notifications.extend(
-        [(DELETE, DeletedFinalStateUnknown(key, old), None) for key, old in removed]
-    )
-    notifications.extend(
-        [
-            (ADD, new, is_in_initial_list) if old is None else (UPDATE, old, new)
-            for new, old in replaced
-        ]
-    )
-    if not is_in_initial_list:
-        return 0
-    return sum(1 for _new, old in replaced if old is None)
-
-
-def _acceptable(cache: Cache[T], objects: list[T], name: str) -> list[T]:
-    """The objects the cache accepts: each one whose key and index values can be
-    computed (the others are logged)."""
-    key_func = cache.key_func
-    indexers = cache.get_indexers()
-    accepted = []
-    for obj in objects:
-        try:
-            key_func(obj)
-            for index_func in indexers.values():
-                index_func(obj)
-        except Exception:
-            logger.exception("%s: could not apply %s of a relist", name, _describe_item(obj))
-            continue
-        accepted.append(obj)
-    return accepted
-
-
-# -- Controller -------------------------------------------------------------------------
 
 
 class Controller(Generic[Item]):
@@ -585,7 +229,7 @@ class Controller(Generic[Item]):
         try:
             self._process(item, is_in_initial_list)
         except Exception:
-            logger.exception("%s: processing %s failed", self.name, _describe_item(item))
+            logger.exception("%s: processing %s failed", self.name, describe_item(item))
 
     def _process_batch_item(self, batch: Item, is_in_initial_list: bool) -> None:
         assert self._process_batch is not None
@@ -663,17 +307,6 @@ class _QueueWriter:
         self._after_replace()
 
 
-def _describe_item(item: Any) -> str:
-    obj = item
-    if isinstance(item, list) and item:
-        obj = item[-1]
-    obj = getattr(obj, "object", obj)
-    try:
-        return repr(deletion_handling_meta_namespace_key_func(obj))
-    except Exception:
-        return f"an item of type {type(item).__name__}"
-
-
 # -- simple informers -------------------------------------------------------------------
 
 
@@ -703,7 +336,7 @@ class _InformerController(Controller[Deltas[T]]):
 
     def _handle(self, deltas: Deltas[T], is_in_initial_list: bool) -> None:
         notifications: list[Notification] = []
-        initial_adds = _apply_deltas(
+        initial_adds = apply_deltas(
             self._store, deltas, is_in_initial_list, notifications, self.name
         )
         bulk = deltas[0].type is DeltaType.REPLACED_ALL  # always alone in its batch

@@ -30,20 +30,15 @@ from typing import Any, Generic, Literal
 
 from ..backoff import Backoff
 from ..clock import Clock, RealClock
+from ._deltas import apply_deltas
 from ._listener import Listener, Notification
 from ._processor import Processor, determine_resync_period
 from ._synced import SyncSignal
 from .compact import ObjectMode, _check_object_mode, _compact_transform
-from .controller import (
-    AlreadyStartedError,
-    Controller,
-    ResourceEventHandler,
-    _apply_deltas,
-    _describe_callable,
-    _resolve_handler,
-)
+from .controller import AlreadyStartedError, Controller
 from .delta_fifo import DeltaFIFO, Deltas, DeltaType, TransformFunc
 from .fifo import RealFIFO
+from .handlers import ResourceEventHandler, _describe_callable, _resolve_handler
 from .keys import T, deletion_handling_meta_namespace_key_func
 from .listers import Lister
 from .listwatch import ListerWatcher
@@ -527,7 +522,7 @@ class SharedIndexInformer(Generic[T]):
         notifications: list[Notification] = []
         with self._block_deltas:
             self._last_event_at = self._clock.now()
-            initial_adds = _apply_deltas(
+            initial_adds = apply_deltas(
                 self._indexer, deltas, is_in_initial_list, notifications, self._name
             )
             self._deltas += len(notifications)

@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, Final, Protocol, TypeVar
 
-from ..cache.controller import _is_coroutine_callable
+from .._aio.calls import is_coroutine_callable
 from ..clock import Clock, RealClock
 from ..errors import NotFoundError
 from .lock import LeaderElectionRecord, ResourceLock, micro_time
@@ -294,7 +294,7 @@ class LeaderElector:
         fn = self._on_started_leading
         if fn is None:
             return None
-        if _is_coroutine_callable(fn):
+        if is_coroutine_callable(fn):
             return asyncio.ensure_future(self._guarded("on_started_leading", fn()))  # type: ignore[arg-type]
         self._call_plain("on_started_leading", fn)
         return None

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from ..cache.controller import _is_coroutine_callable
+from .._aio.calls import is_coroutine_callable
 from ..cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
 from ..clock import Clock, RealClock
 from ..workqueue import QueueShutDown, RateLimiter, RateLimitingQueue
@@ -142,7 +142,7 @@ class Controller:
             if not isinstance(p, Predicate):
                 raise TypeError(f"predicates are Predicates, not {type(p).__name__}")
         self._reconcile = reconcile
-        self._is_coroutine = _is_coroutine_callable(reconcile)
+        self._is_coroutine = is_coroutine_callable(reconcile)
         self._name = name or info.qualified_name
         self._predicate = and_(*predicates) if predicates else None
         owner = enqueue_owner(info.group, info.kind, namespaced=info.namespaced)

@@ -1,4 +1,4 @@
-"""The Controller, new_informer/new_indexer_informer and the event handler types.
+"""The Controller, new_informer/new_indexer_informer, and event handlers through them.
 
 Sources are FakeControllerSources on a FakeClock: nothing waits for wall-clock
 time. Plain handlers run on worker threads; the tests wait for what they record
@@ -26,8 +26,6 @@ from kubereflector import (
     ListResult,
     RealFIFO,
     ReflectorOptions,
-    ResourceEventHandler,
-    ResourceEventHandlerDetailedFuncs,
     ResourceEventHandlerFuncs,
     WatchStream,
     meta_namespace_index_func,
@@ -387,76 +385,7 @@ async def test_a_handler_without_the_three_methods_is_refused() -> None:
         new_informer(source, object())  # type: ignore[arg-type]
 
 
-# -- handler types ----------------------------------------------------------------------------
-
-
-async def test_funcs_call_what_was_given_and_skip_the_rest() -> None:
-    calls: list[Any] = []
-    handler = ResourceEventHandlerFuncs(on_add=calls.append, on_delete=calls.append)
-    handler.on_add("x", True)
-    handler.on_update("old", "new")
-    handler.on_delete("y")
-    assert calls == ["x", "y"]
-    assert isinstance(handler, ResourceEventHandler)
-
-
-async def test_detailed_funcs_pass_is_in_initial_list() -> None:
-    calls: list[Any] = []
-    handler = ResourceEventHandlerDetailedFuncs(
-        on_add=lambda obj, initial: calls.append((obj, initial)),
-        on_update=lambda old, new: calls.append((old, new)),
-    )
-    handler.on_add("x", True)
-    handler.on_update("a", "b")
-    handler.on_delete("z")
-    assert calls == [("x", True), ("a", "b")]
-
-
-async def test_funcs_refuse_what_is_not_callable() -> None:
-    with pytest.raises(TypeError, match="callable"):
-        ResourceEventHandlerFuncs(on_add="nope")  # type: ignore[arg-type]
-
-
-class _Calls:
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self.calls.append(("add", obj, is_in_initial_list))
-
-    def on_update(self, old: Any, new: Any) -> None:
-        self.calls.append(("update", old, new))
-
-    def on_delete(self, obj: Any) -> None:
-        self.calls.append(("delete", obj))
-
-
-async def test_filtering_handler_transitions() -> None:
-    inner = _Calls()
-    handler = FilteringResourceEventHandler(lambda n: n % 2 == 0, inner)
-    handler.on_add(2, True)  # passes
-    handler.on_add(3, True)  # fails: dropped
-    handler.on_update(2, 4)  # passes -> passes: update
-    handler.on_update(3, 4)  # fails -> passes: add of the new object
-    handler.on_update(4, 5)  # passes -> fails: delete of the old object
-    handler.on_update(5, 7)  # fails -> fails: dropped
-    handler.on_delete(6)  # passes
-    handler.on_delete(7)  # fails: dropped
-    assert inner.calls == [
-        ("add", 2, True),
-        ("update", 2, 4),
-        ("add", 4, False),
-        ("delete", 4),
-        ("delete", 6),
-    ]
-
-
-async def test_filtering_handler_refuses_a_coroutine_filter() -> None:
-    async def accept(obj: Any) -> bool:
-        return True
-
-    with pytest.raises(TypeError, match="plain function"):
-        FilteringResourceEventHandler(accept, _Calls())  # type: ignore[arg-type]
+# -- handler types through informers --------------------------------------------------------
 
 
 async def test_filtering_transitions_through_an_informer() -> None:
