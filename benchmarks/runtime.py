@@ -123,7 +123,7 @@ async def _wait(event: threading.Event, timeout: float = 600) -> None:
 
 
 async def sync_runtime(ctx: Ctx, workers: int, kind: str = "async") -> dict[str, Any]:
-    from kubereflector.runtime import Manager, Request
+    from kubereflector.runtime import ControllerOptions, Manager, Request
 
     counter = _Counter(ctx.configmaps)
     manager = Manager(_config(ctx), namespace=NAMESPACE)
@@ -138,7 +138,11 @@ async def sync_runtime(ctx: Ctx, workers: int, kind: str = "async") -> dict[str,
             counter.count(request.name)
 
     reconcile: Callable[[Request], Any] = reconcile_async if kind == "async" else reconcile_plain
-    manager.reconciler("configmaps", reconcile=reconcile, max_concurrent_reconciles=workers)
+    manager.reconciler(
+        "configmaps",
+        reconcile=reconcile,
+        options=ControllerOptions(max_concurrent_reconciles=workers),
+    )
     async with manager:
         start = time.perf_counter()
         task = asyncio.create_task(manager.run(handle_signals=False))
@@ -191,7 +195,7 @@ async def sync_kopf(ctx: Ctx) -> dict[str, Any]:
 
 
 async def churn(ctx: Ctx, workers: int, io: bool) -> dict[str, Any]:
-    from kubereflector.runtime import Manager, Request
+    from kubereflector.runtime import ControllerOptions, Manager, Request
 
     counter = _Counter(ctx.configmaps)
     marker_seen = threading.Event()
@@ -208,7 +212,11 @@ async def churn(ctx: Ctx, workers: int, io: bool) -> dict[str, Any]:
             if obj is not None and obj.get("data", {}).get("final") == token:
                 marker_seen.set()
 
-    manager.reconciler("configmaps", reconcile=reconcile, max_concurrent_reconciles=workers)
+    manager.reconciler(
+        "configmaps",
+        reconcile=reconcile,
+        options=ControllerOptions(max_concurrent_reconciles=workers),
+    )
     async with manager:
         lister = manager.lister_for("configmaps")
         task = asyncio.create_task(manager.run(handle_signals=False))

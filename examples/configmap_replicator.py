@@ -33,6 +33,7 @@ from kubereflector.client import EventRecorder, ResourceClient, load_config
 from kubereflector.clock import Clock
 from kubereflector.errors import NotFoundError
 from kubereflector.runtime import (
+    ControllerOptions,
     LeaderElection,
     LeaderElectionLostError,
     Manager,
@@ -152,7 +153,7 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
         "configmaps",
         owns=["configmaps"],
         predicates=[or_(label_selector(REPLICAS), has_finalizer)],
-        max_concurrent_reconciles=args.concurrency,
+        options=ControllerOptions(max_concurrent_reconciles=args.concurrency),
     )
     async def reconcile(request: Request) -> None:
         cache = manager.lister_for("configmaps").namespaced(request.namespace)

@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kubereflector.client import ClientConfig, load_config
 from kubereflector.leaderelection import LEASES
 from kubereflector.runtime import (
+    ControllerOptions,
     LeaderElection,
     LeaderElectionLostError,
     Manager,
@@ -329,7 +330,9 @@ async def test_plain_function_reconcilers_write_through_the_sync_client_in_async
 async def test_registration_is_checked(target: Target) -> None:
     manager = Manager(config_of(target), namespace=target.namespace)
 
-    @manager.reconciler("configmaps", owns=["configmaps"], max_concurrent_reconciles=2)
+    @manager.reconciler(
+        "configmaps", owns=["configmaps"], options=ControllerOptions(max_concurrent_reconciles=2)
+    )
     async def reconcile(request: Request) -> None:
         return None
 
@@ -339,7 +342,7 @@ async def test_registration_is_checked(target: Target) -> None:
     with pytest.raises(TypeError, match="resource name, mapper"):
         manager.reconciler("pods", watches=["configmaps"], name="x")  # type: ignore[list-item]
     with pytest.raises(ValueError, match="max_concurrent_reconciles"):
-        manager.reconciler("pods", max_concurrent_reconciles=0)
+        manager.reconciler("pods", options=ControllerOptions(max_concurrent_reconciles=0))
     manager.reconciler("no-such-things", reconcile=reconcile, name="unknown")
     with pytest.raises(LookupError, match="no-such-things"):
         await manager.run(handle_signals=False)

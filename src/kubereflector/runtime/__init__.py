@@ -12,6 +12,7 @@ from .finalizer import (
 )
 from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
+from .options import ControllerOptions
 from .predicates import (
     Predicate,
     and_,
@@ -27,6 +28,7 @@ from .reconcile import ReconcileFunc, Request, Result, TerminalError
 
 __all__ = [
     "Controller",
+    "ControllerOptions",
     "ControllerStoppedError",
     "EnqueueRequestsHandler",
     "FinalizerStep",

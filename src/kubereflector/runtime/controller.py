@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import enum
 import functools
 import logging
 import time
@@ -41,8 +42,9 @@ from typing import TYPE_CHECKING, Any, Final
 from .._aio.calls import is_coroutine_callable
 from ..cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
 from ..clock import Clock, RealClock
-from ..workqueue import QueueShutDown, RateLimiter, RateLimitingQueue
+from ..workqueue import QueueShutDown, RateLimitingQueue
 from .handlers import EnqueueRequestsHandler, Mapper, enqueue_object, enqueue_owner
+from .options import ControllerOptions, _checked_options
 from .predicates import Predicate, and_
 from .reconcile import ReconcileFunc, Request, Result, TerminalError
 
@@ -63,16 +65,12 @@ _RESULT_REQUEUE: Final = "requeue"
 _RESULT_REQUEUE_AFTER: Final = "requeue_after"
 
 
-def _check_workers(max_concurrent_reconciles: object) -> None:
-    """Raise ``ValueError`` unless ``max_concurrent_reconciles`` is an integer >= 1."""
-    if (
-        isinstance(max_concurrent_reconciles, bool)
-        or not isinstance(max_concurrent_reconciles, int)
-        or max_concurrent_reconciles < 1
-    ):
-        raise ValueError(
-            f"max_concurrent_reconciles must be an integer >= 1, not {max_concurrent_reconciles!r}"
-        )
+class _State(enum.Enum):
+    """A controller's lifecycle: it runs once."""
+
+    NEW = "new"
+    RUNNING = "running"
+    STOPPED = "stopped"
 
 
 class ControllerStoppedError(RuntimeError):
@@ -107,11 +105,10 @@ class Controller:
       Not filtered by ``predicates``.
     * ``watches``: ``(informer, mapper)`` pairs; a change of a watched object
       queues ``mapper(obj)``'s requests. Not filtered by ``predicates``.
-    * ``max_concurrent_reconciles`` (>= 1) workers; ``rate_limiter`` for the
-      queue (default: the workqueue's ``default_controller_rate_limiter()``);
-      ``name`` labels logs, metrics and the queue (default: the resource's
-      qualified name); ``clock`` drives requeues and backoff; ``metrics``
-      receives controller-runtime's and the workqueue's metrics.
+    * ``options``: :class:`~kubereflector.runtime.ControllerOptions` (workers,
+      rate limiter); ``name`` labels logs, metrics and the queue (default: the
+      resource's qualified name); ``clock`` drives requeues and backoff;
+      ``metrics`` receives controller-runtime's and the workqueue's metrics.
 
     :meth:`run` once; stop it with :meth:`stop` (graceful) or by cancelling it
     (at once). Thread-safety: ``queue`` may be fed from any thread; ``run``,
@@ -126,15 +123,14 @@ class Controller:
         owns: Iterable[SharedIndexInformer] = (),
         watches: Iterable[tuple[SharedIndexInformer, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
-        max_concurrent_reconciles: int = 1,
-        rate_limiter: RateLimiter[Request] | None = None,
+        options: ControllerOptions | None = None,
         name: str | None = None,
         clock: Clock | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         if not callable(reconcile):
             raise TypeError(f"reconcile must be callable, not {type(reconcile).__name__}")
-        _check_workers(max_concurrent_reconciles)
+        options = _checked_options(options)
         informer, info = for_
         if not isinstance(informer, SharedIndexInformer):
             raise TypeError(f"for_ takes an informer, not {type(informer).__name__}")
@@ -158,19 +154,19 @@ class Controller:
             if not isinstance(watched, SharedIndexInformer):
                 raise TypeError(f"watches take informers, not {type(watched).__name__}")
         self._informer = informer
-        self._workers = max_concurrent_reconciles
+        self._workers = options.max_concurrent_reconciles
         self._clock: Clock = clock if clock is not None else RealClock()
         self._metrics: ControllerMetrics | _NoMetrics = (
             metrics.controller(self._name) if metrics is not None else _NoMetrics()
         )
         self._queue = RateLimitingQueue(
-            rate_limiter,
+            options.rate_limiter,
             name=self._name,
             clock=self._clock,
             metrics_provider=metrics.workqueue_provider() if metrics is not None else None,
         )
         self._metrics_registry = metrics
-        self._state = "new"  # new -> running -> stopped
+        self._state = _State.NEW
         self._stopping = False
         self._worker_tasks: list[asyncio.Task[None]] = []
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
@@ -215,9 +211,9 @@ class Controller:
         watches are removed and the queue is shut down. Raises
         :class:`ControllerStoppedError` if the controller ran before.
         """
-        if self._state != "new":
+        if self._state is not _State.NEW:
             raise ControllerStoppedError(f"controller {self._name} has already run")
-        self._state = "running"
+        self._state = _State.RUNNING
         registrations: list[Registration] = []
         if self._metrics_registry is not None:
             self._metrics_registry.track_queue(self._queue)
@@ -243,7 +239,7 @@ class Controller:
             ]
             await asyncio.gather(*self._worker_tasks)
         finally:
-            self._state = "stopped"
+            self._state = _State.STOPPED
             self._queue.shut_down()
             for task in self._worker_tasks:
                 task.cancel()
@@ -372,4 +368,4 @@ class Controller:
             metrics.reconciled(_RESULT_REQUEUE_AFTER, seconds)
 
     def __repr__(self) -> str:
-        return f"<Controller {self._name} {self._state} workers={self._workers}>"
+        return f"<Controller {self._name} {self._state.value} workers={self._workers}>"

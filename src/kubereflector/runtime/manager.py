@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 import signal
 import threading
@@ -61,8 +62,9 @@ from ..leaderelection import (
     default_identity,
 )
 from ..metrics import Metrics, MetricsServer
-from .controller import Controller, _check_workers
+from .controller import Controller
 from .handlers import Mapper
+from .options import ControllerOptions, _checked_options
 from .predicates import Predicate
 from .reconcile import ReconcileFunc, Request
 
@@ -71,7 +73,6 @@ if TYPE_CHECKING:
     from ..cache.shared_informer import SharedIndexInformer
     from ..client.discovery import ResourceInfo
     from ..client.sync import SyncClient
-    from ..workqueue import RateLimiter
 
 __all__ = ["LeaderElection", "LeaderElectionLostError", "Manager", "ManagerError"]
 
@@ -127,6 +128,16 @@ class LeaderElection:
             raise ValueError(f"on_lost must be 'exit' or 'campaign', not {self.on_lost!r}")
 
 
+class _State(enum.Enum):
+    """A manager's lifecycle: entered (``async with``, or by :meth:`Manager.run`),
+    run once, stopped."""
+
+    NEW = "new"
+    ENTERED = "entered"
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
 @dataclass(frozen=True, slots=True)
 class _Spec:
     """A reconciler as registered (names resolved at the start)."""
@@ -136,9 +147,8 @@ class _Spec:
     owns: tuple[str, ...]
     watches: tuple[tuple[str, Mapper], ...]
     predicates: tuple[Predicate, ...]
-    max_concurrent_reconciles: int
-    rate_limiter: RateLimiter[Request] | None
-    name: str | None
+    options: ControllerOptions
+    name: str
 
 
 def _pod_namespace() -> str | None:
@@ -224,7 +234,7 @@ class Manager:
         self._healthz: dict[str, Callable[[], bool]] = {"ping": lambda: True}
         self._readyz: dict[str, Callable[[], bool]] = {"informers": self._informers_synced}
         self._lock = threading.Lock()
-        self._state = "new"  # new -> entered -> running -> stopped
+        self._state = _State.NEW
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = False
         self._stop_event: asyncio.Event | None = None
@@ -339,10 +349,10 @@ class Manager:
 
     def _informers_synced(self) -> bool:
         informers = self._factory.informers().values()
-        return self._state == "running" and all(i.has_synced() for i in informers)
+        return self._state is _State.RUNNING and all(i.has_synced() for i in informers)
 
     def _check_new(self, what: str) -> None:
-        if self._state in ("running", "stopped"):
+        if self._state in (_State.RUNNING, _State.STOPPED):
             raise ManagerError(f"add {what} before the manager runs")
 
     # -- registering reconcilers --------------------------------------------------------
@@ -355,8 +365,7 @@ class Manager:
         owns: Iterable[str] = (),
         watches: Iterable[tuple[str, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
-        max_concurrent_reconciles: int = 1,
-        rate_limiter: RateLimiter[Request] | None = None,
+        options: ControllerOptions | None = None,
         name: str | None = None,
         reconcile: None = None,
     ) -> Callable[[F], F]: ...
@@ -369,8 +378,7 @@ class Manager:
         owns: Iterable[str] = (),
         watches: Iterable[tuple[str, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
-        max_concurrent_reconciles: int = 1,
-        rate_limiter: RateLimiter[Request] | None = None,
+        options: ControllerOptions | None = None,
         name: str | None = None,
         reconcile: F,
     ) -> F: ...
@@ -382,8 +390,7 @@ class Manager:
         owns: Iterable[str] = (),
         watches: Iterable[tuple[str, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
-        max_concurrent_reconciles: int = 1,
-        rate_limiter: RateLimiter[Request] | None = None,
+        options: ControllerOptions | None = None,
         name: str | None = None,
         reconcile: F | None = None,
     ) -> Callable[[F], F] | F:
@@ -395,10 +402,11 @@ class Manager:
         function is returned unchanged. ``owns``: resources whose objects have a
         ``for_`` object as controller owner; ``watches``: ``(resource, mapper)``
         pairs; ``predicates``: filters on ``for_``'s events (all must pass);
-        ``max_concurrent_reconciles``, ``rate_limiter``, ``name``: see
-        :class:`~kubereflector.runtime.Controller` (the default name is
-        ``for_`` as written). Raises :class:`ManagerError` once the manager runs,
-        ``TypeError``/``ValueError`` for arguments of the wrong shape, and
+        ``options``: :class:`~kubereflector.runtime.ControllerOptions` (workers,
+        rate limiter); ``name``: see :class:`~kubereflector.runtime.Controller`
+        (the default name is ``for_`` as written). Raises :class:`ManagerError`
+        once the manager runs, ``TypeError``/``ValueError`` for arguments of the
+        wrong shape, and
         ``ValueError`` for a name already registered. Unknown resource names
         are reported by :meth:`run`.
         """
@@ -421,7 +429,7 @@ class Manager:
         for p in predicates:
             if not isinstance(p, Predicate):
                 raise TypeError(f"predicates are Predicates, not {type(p).__name__}")
-        _check_workers(max_concurrent_reconciles)
+        options = _checked_options(options)
         controller_name = name or for_
 
         def register(fn: F) -> F:
@@ -429,7 +437,7 @@ class Manager:
                 raise TypeError(f"a reconciler must be callable, not {type(fn).__name__}")
             with self._lock:
                 self._check_new("reconcilers")
-                if any((s.name or s.for_) == controller_name for s in self._specs):
+                if any(s.name == controller_name for s in self._specs):
                     raise ValueError(
                         f"a reconciler named {controller_name!r} exists already: "
                         "give this one another name="
@@ -441,8 +449,7 @@ class Manager:
                         owns_t,
                         tuple(watches_t),
                         tuple(predicates),
-                        max_concurrent_reconciles,
-                        rate_limiter,
+                        options,
                         controller_name,
                     )
                 )
@@ -472,9 +479,9 @@ class Manager:
     async def _enter(self) -> None:
         loop = asyncio.get_running_loop()
         with self._lock:
-            if self._state != "new":
-                raise ManagerError(f"this manager has been {self._state} already")
-            self._state = "entered"
+            if self._state is not _State.NEW:
+                raise ManagerError(f"this manager has been {self._state.value} already")
+            self._state = _State.ENTERED
             self._loop = loop
             self._loop_handle = LoopThread.adopt(loop, threading.current_thread())
             self._stop_event = asyncio.Event()
@@ -489,9 +496,9 @@ class Manager:
 
     async def _close(self) -> None:
         self.stop()
-        if self._state == "running" and self._finished is not None:
+        if self._state is _State.RUNNING and self._finished is not None:
             await self._finished.wait()  # run() in another task: let it finish first
-        self._state = "stopped"
+        self._state = _State.STOPPED
         try:
             await self._factory.shutdown()
         finally:
@@ -508,14 +515,14 @@ class Manager:
         for a resource name discovery does not know, ``OSError`` when a port
         cannot be bound, and :class:`ManagerError` when run twice.
         """
-        entered_here = self._state == "new"
+        entered_here = self._state is _State.NEW
         if entered_here:
             await self._enter()
-        elif self._state != "entered":
-            raise ManagerError(f"this manager has {self._state} already: a manager runs once")
+        elif self._state is not _State.ENTERED:
+            raise ManagerError(f"this manager has {self._state.value} already: a manager runs once")
         elif self._loop is not asyncio.get_running_loop():
             raise ManagerError("run the manager on the event loop it was entered on")
-        self._state = "running"
+        self._state = _State.RUNNING
         signals = (
             LoopStopSignals(asyncio.get_running_loop(), self._on_signal)
             if handle_signals
@@ -525,7 +532,7 @@ class Manager:
             with signals:
                 await self._run()
         finally:
-            self._state = "stopped"
+            self._state = _State.STOPPED
             assert self._finished is not None
             self._finished.set()
             if entered_here:
@@ -643,8 +650,7 @@ class Manager:
                 owns=owned,
                 watches=watched,
                 predicates=spec.predicates,
-                max_concurrent_reconciles=spec.max_concurrent_reconciles,
-                rate_limiter=spec.rate_limiter,
+                options=spec.options,
                 name=spec.name,
                 clock=self._clock,
                 metrics=self.metrics,
@@ -726,4 +732,4 @@ class Manager:
 
     def __repr__(self) -> str:
         names = ", ".join(s.name or s.for_ for s in self._specs)
-        return f"<Manager {self._state} reconcilers=[{names}] leading={self._leading}>"
+        return f"<Manager {self._state.value} reconcilers=[{names}] leading={self._leading}>"

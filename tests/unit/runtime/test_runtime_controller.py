@@ -19,6 +19,7 @@ from kubereflector.client import ResourceInfo
 from kubereflector.metrics import Metrics
 from kubereflector.runtime import (
     Controller,
+    ControllerOptions,
     Request,
     Result,
     TerminalError,
@@ -188,7 +189,7 @@ async def test_errors_are_retried_with_the_rate_limiters_backoff() -> None:
         controller = Controller(
             reconcile,
             for_=(informer, CONFIGMAPS),
-            rate_limiter=limiter,
+            options=ControllerOptions(rate_limiter=limiter),
             clock=clock,
             metrics=metrics,
             name="cms",
@@ -219,7 +220,11 @@ async def test_terminal_errors_are_not_retried(caplog: pytest.LogCaptureFixture)
     metrics = Metrics(process=False)
     async with running(source, clock=clock) as (informer,):
         controller = Controller(
-            reconcile, for_=(informer, CONFIGMAPS), clock=clock, metrics=metrics, name="cms"
+            reconcile,
+            for_=(informer, CONFIGMAPS),
+            clock=clock,
+            metrics=metrics,
+            name="cms",
         )
         async with started(controller):
             await reconcile.wait_for(lambda: reconcile.count(req("a")) == 1)
@@ -244,7 +249,10 @@ async def test_one_worker_per_request_and_one_more_reconcile_after_changes_meanw
     reconcile.gates[req("a")] = gate
     async with running(source, clock=clock) as (informer,):
         controller = Controller(
-            reconcile, for_=(informer, CONFIGMAPS), max_concurrent_reconciles=4, clock=clock
+            reconcile,
+            for_=(informer, CONFIGMAPS),
+            options=ControllerOptions(max_concurrent_reconciles=4),
+            clock=clock,
         )
         async with started(controller):
             await reconcile.wait_for(lambda: len(reconcile.calls) == 3)
@@ -375,7 +383,10 @@ async def test_plain_function_reconcilers_run_on_worker_threads() -> None:
 
     async with running(source, clock=clock) as (informer,):
         controller = Controller(
-            reconcile, for_=(informer, CONFIGMAPS), max_concurrent_reconciles=2, clock=clock
+            reconcile,
+            for_=(informer, CONFIGMAPS),
+            options=ControllerOptions(max_concurrent_reconciles=2),
+            clock=clock,
         )
         async with started(controller):
             await asyncio.wait_for(done.wait(), WAIT)
@@ -441,7 +452,11 @@ async def test_arguments_are_checked() -> None:
         return None
 
     with pytest.raises(ValueError, match="max_concurrent_reconciles"):
-        Controller(reconcile, for_=(informer, CONFIGMAPS), max_concurrent_reconciles=0)
+        Controller(
+            reconcile,
+            for_=(informer, CONFIGMAPS),
+            options=ControllerOptions(max_concurrent_reconciles=0),
+        )
     with pytest.raises(TypeError, match="reconcile must be callable"):
         Controller("nope", for_=(informer, CONFIGMAPS))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="Predicates"):
@@ -463,7 +478,10 @@ async def test_a_reconciler_returning_something_else_is_an_error(
     )
     async with running(source, clock=clock) as (informer,):
         controller = Controller(
-            reconcile, for_=(informer, CONFIGMAPS), clock=clock, rate_limiter=limiter
+            reconcile,
+            for_=(informer, CONFIGMAPS),
+            clock=clock,
+            options=ControllerOptions(rate_limiter=limiter),
         )
         async with started(controller):
             await reconcile.wait_for(lambda: len(reconcile.calls) == 1)
