@@ -7,6 +7,8 @@ controllers are built from. Everything public is importable from here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 # -- backoff.py --
 from .backoff import Backoff
 
@@ -152,13 +154,14 @@ from .errors import (
     is_connection_refused,
 )
 
-# -- factory.py --
-from .factory import (
-    FactoryShutdownError,
-    SharedInformerFactory,
-    SyncSharedInformerFactory,
-    TweakListOptionsFunc,
-)
+# -- factory.py: loaded on first use (see __getattr__ below) --
+if TYPE_CHECKING:
+    from .factory import (
+        FactoryShutdownError,
+        SharedInformerFactory,
+        SyncSharedInformerFactory,
+        TweakListOptionsFunc,
+    )
 
 # -- runner.py --
 from .runner import run
@@ -173,6 +176,29 @@ from .selectors import (
 )
 
 __version__ = "0.1.0"
+
+_FACTORY_NAMES = frozenset(
+    {
+        "FactoryShutdownError",
+        "SharedInformerFactory",
+        "SyncSharedInformerFactory",
+        "TweakListOptionsFunc",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    """The factory's names, imported on first use: the factory joins the cache with
+    the HTTP client, and ``import kubereflector`` must not load aiohttp (a program
+    that only uses the cache and its test doubles never pays for HTTP)."""
+    if name in _FACTORY_NAMES:
+        from . import factory
+
+        value = getattr(factory, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ADDED",

@@ -47,6 +47,11 @@ synchronously from any thread, and the informers' own methods
 (``add_event_handler``, ``has_synced``, ...) are thread-safe.
 ``examples/factory_async.py`` and ``examples/factory_sync.py`` are complete
 programs, one for each.
+
+This is the one module that joins :mod:`kubereflector.cache` and
+:mod:`kubereflector.client`. Importing it loads aiohttp, so the package loads it
+on first use of one of its names (``kubereflector.SharedInformerFactory``), not
+at ``import kubereflector``.
 """
 
 from __future__ import annotations
@@ -74,12 +79,12 @@ from .cache.listwatch import ListerWatcher, ListOptions, ListResult, WatchStream
 from .cache.reflector import ReflectorOptions, checked_options
 from .cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
 from .cache.store import NAMESPACE_INDEX, meta_namespace_index_func
-
-if TYPE_CHECKING:
-    from .client.config import ClientConfig
-    from .client.discovery import ResourceInfo, _Index
-    from .client.rest import Client
-    from .client.sync import SyncClient
+from .client.config import ClientConfig
+from .client.discovery import ResourceInfo, UnknownResourceError, _Index
+from .client.listwatch import ResourceListWatch
+from .client.paths import validate_namespace
+from .client.rest import Client
+from .client.sync import SyncClient
 
 __all__ = [
     "FactoryShutdownError",
@@ -165,9 +170,6 @@ class _FactoryBase:
         custom_reflector_options: Mapping[str, ReflectorOptions] | None = None,
         object_mode: ObjectMode = "dict",
     ) -> None:
-        from .client.config import ClientConfig
-        from .client.paths import validate_namespace
-        from .client.rest import Client
 
         if namespace:
             validate_namespace(namespace)  # fail here, not in every informer's first list
@@ -271,7 +273,6 @@ class _FactoryBase:
         :class:`FactoryShutdownError` for a resource without an informer once the
         factory is shut down. Thread-safe.
         """
-        from .client.discovery import ResourceInfo
 
         if isinstance(resource, ResourceInfo):
             info = resource
@@ -341,14 +342,12 @@ class _FactoryBase:
         self._set_index(await discovery.resources())
 
     def _set_index(self, resources: list[ResourceInfo]) -> None:
-        from .client.discovery import _Index
 
         index = _Index(resources)
         with self._lock:
             self._index = index
 
     def _new_informer(self, info: ResourceInfo) -> SharedIndexInformer[KubeObject]:
-        from .client.listwatch import ResourceListWatch
 
         lw: ListerWatcher = ResourceListWatch(
             self._client, info, namespace=self._namespace, object_mode=self._object_mode
@@ -370,7 +369,6 @@ class _FactoryBase:
     def _custom_for(self, info: ResourceInfo, custom: Mapping[str, T], default: T) -> T:
         """The value ``custom`` gives the resource ``info`` (by any of its names), or
         ``default``."""
-        from .client.discovery import _Index
 
         value = default
         for name, candidate in custom.items():
@@ -731,7 +729,6 @@ class SyncSharedInformerFactory(_FactoryBase):
         Thread-safe. (:class:`SharedInformerFactory` programs write with
         ``factory.client.resource(...)`` on the factory's loop.)
         """
-        from .client.sync import SyncClient
 
         return SyncClient._sharing(self._client, self._loop_thread())
 
@@ -840,7 +837,6 @@ class SyncSharedInformerFactory(_FactoryBase):
 
 def _unresolved(name: str, index: _Index | None) -> LookupError:
     """UnknownResourceError for a name the factory cannot resolve without blocking."""
-    from .client.discovery import UnknownResourceError
 
     if index is None:
         err = UnknownResourceError(name)
