@@ -7,6 +7,8 @@ controllers are built from. Everything public is importable from here.
 
 from __future__ import annotations
 
+from ._version import __version__
+
 # -- backoff.py --
 from .backoff import Backoff
 
@@ -171,8 +173,6 @@ from .selectors import (
     LabelSelector,
     label_selector_from_dict,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ADDED",

@@ -32,7 +32,7 @@ import aiohttp
 import msgspec
 from yarl import URL
 
-from .. import __version__
+from .._version import __version__
 from ..cache.compact import CompactObject, ObjectMode, _decode_generic, _detach
 from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
