@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._version import __version__
+
 # -- backoff.py --
 from .backoff import Backoff
 
@@ -175,7 +177,6 @@ from .selectors import (
     label_selector_from_dict,
 )
 
-__version__ = "0.1.0"
 
 _FACTORY_NAMES = frozenset(
     {

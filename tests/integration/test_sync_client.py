@@ -17,7 +17,9 @@ import pytest
 from conftest import Target
 
 from kubereflector import (
+    CompactObject,
     ConflictError,
+    DecodeError,
     ListOptions,
     NotFoundError,
     ResourceEventHandlerFuncs,
@@ -142,3 +144,51 @@ async def test_blocking_on_the_loop_thread_is_refused(target: Target) -> None:
             await asyncio.to_thread(client.run, on_the_loop())
     finally:
         await asyncio.to_thread(client.close)
+
+
+async def test_compact_objects_from_a_thread(target: Target) -> None:
+    ns = target.namespace
+
+    def program() -> tuple[list[Any], WatchEvent]:
+        with sync_client(target) as client:
+            cms = client.resource("cm", namespace=ns)
+            assert cms.resource_name == "cm"
+            assert cms.url == f"{client.server} (cm)"  # not resolved yet
+            cms.create({"metadata": {"name": "before"}, "data": {"k": "v"}})
+            assert cms.url == f"{client.server}/api/v1/namespaces/{ns}/configmaps"
+            page = cms.list_page(ListOptions(), object_mode="compact")
+            with cms.watch(
+                ListOptions(resource_version=page.resource_version), object_mode="compact"
+            ) as events:
+                cms.create({"metadata": {"name": "after"}})
+                return page.items, next(events)
+
+    items, event = await asyncio.to_thread(program)
+    assert [type(item) for item in items] == [CompactObject]
+    assert items[0]["data"] == {"k": "v"}
+    assert type(event.object) is CompactObject
+    assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "after")
+
+
+async def test_size_limits_are_the_clients(target: Target) -> None:
+    ns = target.namespace
+    await target.client.resource("configmaps", namespace=ns).create(
+        {"metadata": {"name": "big"}, "data": {"blob": "x" * 8192}}
+    )
+
+    def listed() -> None:
+        with SyncClient(target.client.config, max_body_bytes=64) as client:
+            client.resource("configmaps", namespace=ns).list()
+
+    with pytest.raises(DecodeError, match="limit of 64 bytes"):
+        await asyncio.to_thread(listed)
+
+    def watched() -> None:
+        with SyncClient(target.client.config, max_event_bytes=4096) as client:
+            cms = client.resource("configmaps", namespace=ns)
+            with cms.watch(ListOptions(resource_version="0")) as events:
+                for _ in events:
+                    pass
+
+    with pytest.raises(DecodeError, match="limit of 4096 bytes"):
+        await asyncio.wait_for(asyncio.to_thread(watched), 20)

@@ -1,22 +1,12 @@
-"""Talking to real API servers: configuration, the REST client and its per-resource
-``ResourceClient`` (with ``SyncClient`` for plain threads), discovery,
-``ResourceListWatch`` (the HTTP ListerWatcher), ``retry_on_conflict`` and the
+"""Talking to real API servers: configuration and credentials, the REST client
+and its per-resource ``ResourceClient`` (with ``SyncClient`` for plain threads),
+discovery, ``ResourceListWatch`` (the HTTP ListerWatcher), ``retry_on_conflict`` and the
 ``EventRecorder``."""
 
 from __future__ import annotations
 
-from .config import (
-    Auth,
-    AuthInfo,
-    ClientConfig,
-    ConfigError,
-    ExecAuth,
-    ExecPluginError,
-    StaticAuth,
-    TokenFileAuth,
-    in_cluster_config,
-    load_config,
-)
+from .auth import Auth, AuthInfo, ExecAuth, ExecPluginError, StaticAuth, TokenFileAuth
+from .config import ClientConfig, ConfigError, in_cluster_config, load_config
 from .discovery import Discovery, ResourceInfo, UnknownResourceError
 from .events import EVENTS_RESOURCE, EventRecorder, EventType
 from .listwatch import ResourceListWatch

@@ -3,7 +3,7 @@
 What goes into the plugin's ``KUBERNETES_EXEC_INFO`` and what comes out on its
 standard output (``client.authentication.k8s.io/v1`` and ``v1beta1``). Running
 the plugin, caching and errors with the command's name are :class:`ExecAuth`'s
-job (``config.py``); this module raises :class:`InvalidCredential` whose message
+job (``auth.py``); this module raises :class:`InvalidCredential` whose message
 never contains any part of the plugin's output beyond short identifiers.
 """
 

@@ -15,12 +15,10 @@ import base64
 import binascii
 import collections
 import re
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
 
-if TYPE_CHECKING:
-    from .config import AuthInfo
-
-__all__ = ["REDACTED", "Redactor", "secrets_of"]
+__all__ = ["REDACTED", "Credentials", "Redactor", "secrets_of"]
 
 REDACTED: Final = "<redacted>"
 """What a credential is replaced with."""
@@ -33,7 +31,21 @@ _REMEMBERED: Final = 8
 """Credential sets a Redactor keeps (rotated tokens stay redacted for a while)."""
 
 
-def secrets_of(info: AuthInfo) -> frozenset[str]:
+class Credentials(Protocol):
+    """What a Redactor learns from: the shape of an
+    :class:`~kubereflector.client.AuthInfo` (declared here, so that this module
+    depends on nothing of the client's)."""
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The headers a request carries (``Authorization``)."""
+
+    @property
+    def client_cert(self) -> tuple[bytes, bytes] | None:
+        """The client certificate and key (PEM), if any."""
+
+
+def secrets_of(info: Credentials) -> frozenset[str]:
     """The strings of ``info`` that must never be shown: each header value, the
     credential after its scheme (``Bearer x``), a basic-auth ``user:password``
     and password, and the client key (whole, and each line of its body)."""
@@ -67,11 +79,11 @@ class Redactor:
     __slots__ = ("_last", "_learned", "_pattern")
 
     def __init__(self) -> None:
-        self._last: AuthInfo | None = None
+        self._last: Credentials | None = None
         self._learned: collections.deque[frozenset[str]] = collections.deque(maxlen=_REMEMBERED)
         self._pattern: re.Pattern[str] | None = None
 
-    def learn(self, info: AuthInfo) -> None:
+    def learn(self, info: Credentials) -> None:
         """Redact ``info``'s credentials from now on."""
         if info is self._last:
             return

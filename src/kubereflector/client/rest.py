@@ -26,13 +26,13 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 import aiohttp
 import msgspec
 from yarl import URL
 
-from .. import __version__
+from .._version import __version__
 from ..cache.compact import CompactObject, ObjectMode, _decode_generic, _detach
 from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
@@ -41,11 +41,9 @@ from ._lines import BATCH_BYTES, MAX_LINE_BYTES, WatchEventStream, decode_watch_
 from ._redact import Redactor
 from ._status import is_status, status_error
 from .config import ClientConfig, ConfigError
+from .discovery import Discovery, ResourceInfo
 from .paths import validate_api_path
-
-if TYPE_CHECKING:
-    from .discovery import Discovery, ResourceInfo
-    from .resource import ResourceClient
+from .resource import ResourceClient
 
 __all__ = [
     "ACCEPT_JSON",
@@ -347,8 +345,6 @@ class Client:
     def discovery(self) -> Discovery:
         """The Client's shared, cached :class:`~kubereflector.client.Discovery`."""
         if self._discovery is None:
-            from .discovery import Discovery
-
             self._discovery = Discovery(self)
         return self._discovery
 
@@ -359,8 +355,6 @@ class Client:
         name discovery resolves, or a ResourceInfo) in ``namespace``: get, list,
         watch, create, update, patch, apply, delete. Makes no request: the name is
         resolved on its first call. Raises ``ValueError`` for an invalid namespace."""
-        from .resource import ResourceClient
-
         return ResourceClient(self, resource, namespace)
 
     @property

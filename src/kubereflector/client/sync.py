@@ -23,12 +23,14 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .._aio.loop_thread import LoopThread
+from ..cache.compact import ObjectMode
 from ..cache.keys import KubeObject
 from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
+from ._lines import MAX_LINE_BYTES
 from .config import ClientConfig
 from .discovery import ResourceInfo
 from .resource import PatchType, PropagationPolicy, ResourceClient
-from .rest import Client, QueryParams
+from .rest import MAX_BODY_BYTES, Client, JsonValue, QueryParams
 
 __all__ = ["SyncClient", "SyncResourceClient"]
 
@@ -64,6 +66,8 @@ class SyncClient:
         timeout: float | None = 60.0,
         connect_timeout: float | None = 10.0,
         max_connections: int = 0,
+        max_event_bytes: int = MAX_LINE_BYTES,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         if not isinstance(config, ClientConfig):
             raise TypeError(f"SyncClient needs a ClientConfig, not {type(config).__name__}")
@@ -72,6 +76,8 @@ class SyncClient:
             timeout=timeout,
             connect_timeout=connect_timeout,
             max_connections=max_connections,
+            max_event_bytes=max_event_bytes,
+            max_body_bytes=max_body_bytes,
         )
         thread = LoopThread(name="kubereflector-client")
         thread.start()
@@ -136,7 +142,7 @@ class SyncClient:
         json: Any = None,
         content_type: str | None = None,
         accept: str | None = None,
-    ) -> Any:
+    ) -> JsonValue:
         """:meth:`Client.request <kubereflector.client.Client.request>`, blocking."""
         return self.run(
             self._client.request(
@@ -193,6 +199,18 @@ class SyncResourceClient:
         return self._resource.namespace
 
     @property
+    def resource_name(self) -> str:
+        """The resource as given (:attr:`ResourceClient.resource_name
+        <kubereflector.client.ResourceClient.resource_name>`)."""
+        return self._resource.resource_name
+
+    @property
+    def url(self) -> str:
+        """The collection URL requests go to, for logs (:attr:`ResourceClient.url
+        <kubereflector.client.ResourceClient.url>`)."""
+        return self._resource.url
+
+    @property
     def resource_client(self) -> ResourceClient:
         """The async ResourceClient underneath (for coroutines on the client's loop)."""
         return self._resource
@@ -224,17 +242,33 @@ class SyncResourceClient:
             )
         )
 
-    def list_page(self, options: ListOptions, *, metadata_only: bool = False) -> ListResult:
+    def list_page(
+        self,
+        options: ListOptions,
+        *,
+        metadata_only: bool = False,
+        object_mode: ObjectMode = "dict",
+    ) -> ListResult:
         """One page of a list with ``options`` as given; blocks
         (:meth:`ResourceClient.list_page <kubereflector.client.ResourceClient.list_page>`)."""
-        return self._sync.run(self._resource.list_page(options, metadata_only=metadata_only))
+        return self._sync.run(
+            self._resource.list_page(options, metadata_only=metadata_only, object_mode=object_mode)
+        )
 
     def watch(
-        self, options: ListOptions | None = None, *, metadata_only: bool = False
+        self,
+        options: ListOptions | None = None,
+        *,
+        metadata_only: bool = False,
+        object_mode: ObjectMode = "dict",
     ) -> contextlib.AbstractContextManager[Iterator[WatchEvent]]:
         """A watch: entering opens the stream and gives a blocking iterator of
-        :class:`~kubereflector.WatchEvent`; leaving closes it. Single use."""
-        return _SyncWatch(self._sync, self._resource.watch(options, metadata_only=metadata_only))
+        :class:`~kubereflector.WatchEvent`; leaving closes it. Single use
+        (:meth:`ResourceClient.watch <kubereflector.client.ResourceClient.watch>`)."""
+        return _SyncWatch(
+            self._sync,
+            self._resource.watch(options, metadata_only=metadata_only, object_mode=object_mode),
+        )
 
     def create(
         self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None

@@ -449,7 +449,7 @@ async def test_a_killed_plugin_s_pipes_are_closed_even_when_a_process_outside_it
 
 
 def test_the_timeout_has_a_sensible_default_and_is_checked() -> None:
-    from kubereflector.client.config import EXEC_TIMEOUT
+    from kubereflector.client.auth import EXEC_TIMEOUT
 
     assert 10 <= EXEC_TIMEOUT <= 120
     with pytest.raises(ValueError, match="timeout must be > 0 or None"):
