@@ -177,7 +177,6 @@ from .selectors import (
     label_selector_from_dict,
 )
 
-
 _FACTORY_NAMES = frozenset(
     {
         "FactoryShutdownError",
