@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import datetime
 import io
 import re
 import sys
@@ -18,7 +17,7 @@ import yaml
 from config_fixtures import V1, Gate, Plugin, drain
 from kubereflector import cli
 from kubereflector.cache.listwatch import ListOptions, ListResult
-from kubereflector.cli._tables import age, render_table
+from kubereflector.cli._tables import render_table
 from kubereflector.client import ConfigError
 from kubereflector.errors import ApiError, ForbiddenError, UnauthorizedError
 from kubereflector.testing import FakeClock
@@ -221,18 +220,6 @@ def test_table_columns_line_up() -> None:
     assert lines[2][column:].startswith("web-long-name ")
     assert lines[1].split()[:2] == ["default", "a"]
     assert "NAMESPACE" not in render_table([pod("a")], "Pod", show_namespace=False)
-
-
-@pytest.mark.parametrize(
-    ("seconds", "expected"),
-    [(5, "5s"), (119, "119s"), (600, "10m"), (4 * 3600, "4h"), (5 * 86400, "5d")],
-)
-def test_age(seconds: int, expected: str) -> None:
-    now = datetime.datetime(2025, 1, 10, tzinfo=datetime.timezone.utc)
-    created = (now - datetime.timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
-    assert age(created, now) == expected
-    assert age(None, now) == "<unknown>"
-    assert age("yesterday", now) == "<unknown>"
 
 
 # -- progress ------------------------------------------------------------------------------------
