@@ -1,6 +1,6 @@
 """The ``kubereflector`` command line against the bundled emulator.
 
-``get``, the user errors and the output formats run in-process (``cli.amain`` on
+``get``, the user errors and the output formats run in-process (``amain`` on
 the test's event loop, next to the emulator, with a ``stop`` event for Ctrl-C);
 ``watch`` with SIGINT/SIGTERM, ``emulator`` and ``demo`` run as subprocesses,
 waited on through their output lines, never by sleeping. These tests always use
@@ -27,7 +27,7 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from kubereflector import cli
+from kubereflector.cli._dispatch import amain
 from kubereflector.testing import FakeClock
 from kubereflector.testing.apiserver import ApiServerEmulator
 
@@ -114,7 +114,7 @@ class Running:
         self.err = LiveStream()
         self.stop = asyncio.Event()
         self.task = asyncio.create_task(
-            cli.amain(list(argv), stdout=self.out, stderr=self.err, stop=self.stop, clock=clock)
+            amain(list(argv), stdout=self.out, stderr=self.err, stop=self.stop, clock=clock)
         )
 
     async def finish(self) -> int:
@@ -124,7 +124,7 @@ class Running:
 
 async def run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = await asyncio.wait_for(cli.amain(list(argv), stdout=out, stderr=err), TIMEOUT)
+    code = await asyncio.wait_for(amain(list(argv), stdout=out, stderr=err), TIMEOUT)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -756,7 +756,7 @@ async def test_demo_in_process_stops_early_and_still_verifies() -> None:
     out = LiveStream()
     stop = asyncio.Event()
     task = asyncio.create_task(
-        cli.amain(["demo", "--forever"], stdout=out, stderr=io.StringIO(), stop=stop)
+        amain(["demo", "--forever"], stdout=out, stderr=io.StringIO(), stop=stop)
     )
     await out.wait_for(r"\] churn: ")
     stop.set()

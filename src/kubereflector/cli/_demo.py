@@ -11,25 +11,29 @@ deletes pods, and the emulator injects faults one after another:
 3. the next request gets 429 Too Many Requests with Retry-After, then watches drop;
 4. the next request gets 500, then watches drop.
 
-What happens is narrated from the outside: an :class:`~kubereflector.cli.ObservedListWatch`
-around the HTTP ListerWatcher, a Backoff that reports its waits, and the
+What happens is narrated from the outside: an observer (:mod:`._observer`) around
+the HTTP ListerWatcher, a Backoff that reports its waits, and the
 handler's tombstones. At the end the churn stops, the demo waits (with a
 deadline) for the cache to catch up, compares its keys and resourceVersions
 with the server's objects, and prints the verdict; the exit status is 0 when
 they are equal.
 
-A program, not a test: it runs on the real clock and may sleep briefly.
+A program, not a test: it runs on the real clock and may sleep briefly. The
+emulator is imported only when the demo runs, so the other commands do not pay
+for loading it.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import itertools
 import random
-from collections.abc import Awaitable, Callable
-from typing import Any, TextIO
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
+from .._aio.tasks import cancel_and_wait
 from ..backoff import Backoff
 from ..cache._relist import (
     VeryShortWatchError,
@@ -45,10 +49,14 @@ from ..cache.transforms import strip_managed_fields
 from ..client import Client, ResourceListWatch, load_config
 from ..clock import RealClock
 from ..errors import ApiError
-from ..testing.apiserver import ApiServerEmulator, sample_pod
-from . import ListWatchObserver, ObservedListWatch
+from ._context import CommandContext
+from ._observer import ListWatchObserver, ObservedListWatch
+from ._parser import Parser, duration_arg
 
-__all__ = ["run_demo"]
+if TYPE_CHECKING:
+    from ..testing.apiserver import ApiServerEmulator
+
+__all__ = ["add_parser", "run"]
 
 NAMESPACE = "default"
 CHURN_INTERVAL = 0.08
@@ -104,8 +112,7 @@ class _Changes:
                 await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for waiter in waiters:
-                    waiter.cancel()
-                await asyncio.gather(*waiters, return_exceptions=True)
+                    await cancel_and_wait(waiter)
         return True
 
 
@@ -242,6 +249,12 @@ class _Handler:
             self._say(f"tombstone: {obj.key} was deleted while we were not watching")
 
 
+def _demo_pod(name: str) -> dict[str, Any]:
+    from ..testing.apiserver import sample_pod
+
+    return sample_pod(name, NAMESPACE, labels={"app": "demo"})
+
+
 class _Churn:
     """Creates, updates and deletes pods through the emulator's data API."""
 
@@ -265,7 +278,7 @@ class _Churn:
         operation = self._rng.choices(("create", "update", "delete"), weights)[0]
         if operation == "create":
             name = f"churn-{next(self._serial):03d}"
-            self._server.create("pods", sample_pod(name, NAMESPACE, labels={"app": "demo"}))
+            self._server.create("pods", _demo_pod(name))
             self.names.add(name)
             self.created += 1
         elif operation == "update":
@@ -315,23 +328,23 @@ def _key(obj: Any) -> str:
 
 
 class _Demo:
-    def __init__(
-        self, out: TextIO, stop: asyncio.Event, duration: float | None, pods: int, seed: int | None
-    ) -> None:
+    def __init__(self, out: TextIO, stop: asyncio.Event, duration: float | None, pods: int) -> None:
         self.narrator = _Narrator(out)
         self.say = self.narrator.say
         self.stop = stop
         self.duration = duration
         self.pods = pods
-        self.rng = random.Random(seed)
+        self.rng = random.Random()
         self.changes = _Changes(stop)
         self.observer = _Observer(self.say, self.changes)
         self.handler = _Handler(self.say)
 
     async def run(self) -> int:
+        from ..testing.apiserver import ApiServerEmulator
+
         server = ApiServerEmulator()
         for i in range(self.pods):
-            server.create("pods", sample_pod(f"web-{i:03d}", NAMESPACE, labels={"app": "demo"}))
+            server.create("pods", _demo_pod(f"web-{i:03d}"))
         async with server:
             self.say(f"emulator listening on {server.url} with {self.pods} pods")
             async with Client(load_config(server.kubeconfig_path)) as client:
@@ -347,8 +360,7 @@ class _Demo:
                 try:
                     return await self._scenario(server, informer)
                 finally:
-                    task.cancel()
-                    await asyncio.gather(task, return_exceptions=True)
+                    await cancel_and_wait(task)
 
     def _on_watch_error(self, reflector: Reflector, err: BaseException) -> None:
         if is_expired(err):
@@ -369,8 +381,7 @@ class _Demo:
         try:
             await self._faults(server, churn)
         finally:
-            churn_task.cancel()
-            await asyncio.gather(churn_task, return_exceptions=True)
+            await cancel_and_wait(churn_task)
         self.say(
             f"churn stopped: {churn.created} created, {churn.updated} updated, "
             f"{churn.deleted} deleted"
@@ -473,18 +484,32 @@ class _Demo:
         return 1
 
 
-async def run_demo(
-    *,
-    duration: float | None,
-    out: TextIO,
-    stop: asyncio.Event,
-    pods: int = 40,
-    seed: int | None = None,
-) -> int:
+def add_parser(commands: argparse._SubParsersAction[Parser], parents: Sequence[Parser]) -> Parser:
+    """Add the ``demo`` sub-command (``parents``: the ``--debug`` flag)."""
+    demo = commands.add_parser(
+        "demo",
+        parents=parents,
+        help="an informer against the emulator, under churn and injected faults",
+        description=(
+            "Start the emulator in-process, run an informer against it while pods are "
+            "created, updated and deleted and the server drops watches, expires history "
+            "and answers 429 and 500; narrate the recovery and verify that the cache "
+            "equals the server's objects at the end (exit 0 when it does)."
+        ),
+    )
+    demo.add_argument("--duration", default="20", metavar="S", help="seconds to run (20)")
+    demo.add_argument("--forever", action="store_true", help="run until Ctrl-C")
+    demo.add_argument("--pods", type=int, default=40, help=argparse.SUPPRESS)
+    demo.set_defaults(handler=run)
+    return demo
+
+
+async def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Run the demo; returns 0 when the cache ends equal to the server's objects.
 
-    ``duration`` in seconds (about; the faults wait for the informer to recover),
-    ``None``: until ``stop`` is set. Setting ``stop`` ends the churn and faults
+    ``--duration`` in seconds (about; the faults wait for the informer to recover);
+    ``--forever``: until the stop event. The stop event ends the churn and faults
     early; the verification still runs.
     """
-    return await _Demo(out, stop, duration, pods, seed).run()
+    duration = None if args.forever else duration_arg(args.duration, "--duration")
+    return await _Demo(ctx.stdout, ctx.stop, duration, args.pods).run()

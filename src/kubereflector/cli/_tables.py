@@ -13,30 +13,13 @@ import datetime
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._jsonpath import json_path
+from .._kubectl.duration import age
+from .._kubectl.jsonpath import json_path
 from ..cache.keys import KubeObject, get_metadata
 
-__all__ = ["age", "render_table"]
+__all__ = ["render_table"]
 
 Cell = Callable[[Mapping[str, Any]], str]
-
-
-def age(timestamp: Any, now: datetime.datetime) -> str:
-    """kubectl's AGE: ``45s``, ``12m``, ``5h``, ``3d``; ``<unknown>`` if unparsable."""
-    if not isinstance(timestamp, str):
-        return "<unknown>"
-    try:
-        then = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return "<unknown>"
-    seconds = max(0, int((now - then).total_seconds()))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 3 * 3600:
-        return f"{seconds // 60}m"
-    if seconds < 48 * 3600:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 86400}d"
 
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -164,7 +147,7 @@ def _columns(kind: str, wide: bool) -> list[tuple[str, Cell]]:
     return [("AGE", lambda o: "")]
 
 
-def _printer_cell(column: Mapping[str, Any], now: datetime.datetime) -> Cell:
+def _printer_cell(column: Mapping[str, Any], now: float) -> Cell:
     path = str(column.get("jsonPath", ""))
     is_date = column.get("type") == "date"
 
@@ -182,7 +165,7 @@ def _printer_cell(column: Mapping[str, Any], now: datetime.datetime) -> Cell:
 
 
 def _printer_columns(
-    printer_columns: Sequence[Mapping[str, Any]], wide: bool, now: datetime.datetime
+    printer_columns: Sequence[Mapping[str, Any]], wide: bool, now: float
 ) -> list[tuple[str, Cell]]:
     return [
         (str(c.get("name", "")).upper(), _printer_cell(c, now))
@@ -205,10 +188,11 @@ def render_table(
 
     ``printer_columns``: a CRD version's ``additionalPrinterColumns`` (they replace
     the kind's columns; ``priority`` > 0 only with ``wide``). ``header``: print the
-    column names first."""
-    now = now or datetime.datetime.now(datetime.timezone.utc)
+    column names first. ``now``: the time AGE is counted to (the current time by
+    default)."""
+    seconds = (now or datetime.datetime.now(datetime.timezone.utc)).timestamp()
     if printer_columns:
-        columns = _printer_columns(printer_columns, wide, now)
+        columns = _printer_columns(printer_columns, wide, seconds)
     else:
         columns = _columns(kind, wide)
     names = ["NAME", *(name for name, _ in columns)]
@@ -220,7 +204,7 @@ def render_table(
         row = [str(meta.get("name", ""))]
         for name, cell in columns:
             if name == "AGE" and not printer_columns:
-                row.append(age(meta.get("creationTimestamp"), now))
+                row.append(age(meta.get("creationTimestamp"), seconds))
             else:
                 row.append(cell(obj))
         if show_namespace:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import datetime
 import io
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +18,13 @@ import yaml
 from config_fixtures import V1, Gate, Plugin, drain
 from kubereflector import cli
 from kubereflector.cache.listwatch import ListOptions, ListResult
-from kubereflector.cli._tables import age, render_table
+from kubereflector.cli._context import CommandContext
+from kubereflector.cli._dispatch import amain
+from kubereflector.cli._errors import EXIT_ERROR, EXIT_USAGE, describe
+from kubereflector.cli._observer import ListWatchObserver, ObservedListWatch
+from kubereflector.cli._parser import parse_duration
+from kubereflector.cli._progress import ListProgress
+from kubereflector.cli._tables import render_table
 from kubereflector.client import ConfigError
 from kubereflector.errors import ApiError, ForbiddenError, UnauthorizedError
 from kubereflector.testing import FakeClock
@@ -39,13 +45,13 @@ from kubereflector.testing import FakeClock
     ],
 )
 def test_parse_duration(text: str, seconds: float) -> None:
-    assert cli.parse_duration(text) == pytest.approx(seconds)
+    assert parse_duration(text) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("text", ["", "s", "3x", "10 s", "-1s", "0", "0ms", "inf", "nan", "1s2"])
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="duration"):
-        cli.parse_duration(text)
+        parse_duration(text)
 
 
 class Streams:
@@ -88,9 +94,21 @@ def test_watch_help_lists_its_options() -> None:
         assert option in text
 
 
+def test_the_emulator_is_loaded_only_by_the_commands_that_run_it() -> None:
+    # `get` and `watch` start faster without it; `emulator` and `demo` import it when run.
+    code = (
+        "import sys, kubereflector.cli; "
+        "print(sorted(m for m in sys.modules if m.startswith('kubereflector.testing')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=20
+    )
+    assert loaded.stdout.strip() == "[]"
+
+
 def test_a_command_is_required() -> None:
     s = Streams()
-    assert s.run() == cli.EXIT_USAGE
+    assert s.run() == EXIT_USAGE
     assert "kubereflector: error:" in s.err.getvalue()
 
 
@@ -99,17 +117,17 @@ def test_namespace_and_all_namespaces_are_accepted_together() -> None:
     # arguments parse, and the command gets as far as reading the kubeconfig.
     s = Streams()
     code = s.run("get", "pods", "-n", "a", "-A", "--kubeconfig", "/nonexistent/kubeconfig")
-    assert code == cli.EXIT_ERROR
+    assert code == EXIT_ERROR
     assert "not allowed with argument" not in s.err.getvalue()
     assert "/nonexistent/kubeconfig" in s.err.getvalue()
 
 
 def test_unknown_output_format_is_refused() -> None:
     s = Streams()
-    assert s.run("get", "pods", "-o", "xml") == cli.EXIT_USAGE
+    assert s.run("get", "pods", "-o", "xml") == EXIT_USAGE
     assert "invalid choice" in s.err.getvalue()
     s = Streams()
-    assert s.run("watch", "pods", "-o", "wide") == cli.EXIT_USAGE
+    assert s.run("watch", "pods", "-o", "wide") == EXIT_USAGE
     assert "invalid choice" in s.err.getvalue()
 
 
@@ -132,7 +150,7 @@ def test_invalid_arguments_give_one_line_and_exit_2(argv: list[str], needle: str
     s = Streams()
     if argv[0] != "demo":
         argv = [*argv, "--kubeconfig", "/nonexistent/kubeconfig"]
-    assert s.run(*argv) == cli.EXIT_USAGE
+    assert s.run(*argv) == EXIT_USAGE
     lines = s.err_lines()
     assert len(lines) == 1, lines
     assert lines[0].startswith("kubereflector: error: ")
@@ -143,13 +161,13 @@ def test_invalid_arguments_give_one_line_and_exit_2(argv: list[str], needle: str
 def test_debug_works_before_and_after_the_command() -> None:
     for argv in (["--debug", "get", "pods", "-l", "=x"], ["get", "pods", "-l", "=x", "--debug"]):
         s = Streams()
-        assert s.run(*argv) == cli.EXIT_USAGE
+        assert s.run(*argv) == EXIT_USAGE
         assert "Traceback" in s.err.getvalue()
 
 
 def test_a_missing_kubeconfig_is_one_line() -> None:
     s = Streams()
-    assert s.run("get", "pods", "--kubeconfig", "/nonexistent/kubeconfig") == cli.EXIT_ERROR
+    assert s.run("get", "pods", "--kubeconfig", "/nonexistent/kubeconfig") == EXIT_ERROR
     lines = s.err_lines()
     assert len(lines) == 1, lines
     assert "/nonexistent/kubeconfig" in lines[0]
@@ -159,8 +177,8 @@ def test_a_missing_kubeconfig_is_one_line() -> None:
 # -- error lines ----------------------------------------------------------------------------
 
 
-def context(server: str | None = "https://k8s.example:6443") -> cli._Context:
-    ctx = cli._Context(
+def context(server: str | None = "https://k8s.example:6443") -> CommandContext:
+    ctx = CommandContext(
         stdout=io.StringIO(),
         stderr=io.StringIO(),
         clock=FakeClock(),
@@ -193,7 +211,7 @@ def test_describe_errors_in_one_line() -> None:
         KeyError("x"): "internal error: KeyError",
     }
     for err, expected in cases.items():
-        text = cli._describe(err, ctx)
+        text = describe(err, ctx)
         assert "\n" not in text
         assert text.startswith(expected), (err, text)
 
@@ -223,25 +241,13 @@ def test_table_columns_line_up() -> None:
     assert "NAMESPACE" not in render_table([pod("a")], "Pod", show_namespace=False)
 
 
-@pytest.mark.parametrize(
-    ("seconds", "expected"),
-    [(5, "5s"), (119, "119s"), (600, "10m"), (4 * 3600, "4h"), (5 * 86400, "5d")],
-)
-def test_age(seconds: int, expected: str) -> None:
-    now = datetime.datetime(2025, 1, 10, tzinfo=datetime.timezone.utc)
-    created = (now - datetime.timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
-    assert age(created, now) == expected
-    assert age(None, now) == "<unknown>"
-    assert age("yesterday", now) == "<unknown>"
-
-
 # -- progress ------------------------------------------------------------------------------------
 
 
 def test_progress_on_a_terminal_is_overwritten_in_place_and_erased() -> None:
     stream = io.StringIO()
     clock = FakeClock()
-    progress = cli._ListProgress(stream, "pods", enabled=True, clock=clock)
+    progress = ListProgress(stream, "pods", enabled=True, clock=clock)
     first = ListOptions(limit=500)
     progress.list_succeeded(
         first, ListResult(items=[{}] * 500, continue_="t1", remaining_item_count=700)
@@ -265,7 +271,7 @@ def test_progress_on_a_terminal_is_overwritten_in_place_and_erased() -> None:
 def test_watch_list_progress_is_throttled() -> None:
     stream = io.StringIO()
     clock = FakeClock()
-    progress = cli._ListProgress(stream, "pods", enabled=True, clock=clock)
+    progress = ListProgress(stream, "pods", enabled=True, clock=clock)
     options = ListOptions(send_initial_events=True)
     for count in range(1, 101):
         progress.initial_progress(options, count)
@@ -278,7 +284,7 @@ def test_watch_list_progress_is_throttled() -> None:
 
 def test_no_progress_when_not_enabled() -> None:
     stream = io.StringIO()
-    progress = cli._ListProgress(stream, "pods", enabled=False, clock=FakeClock())
+    progress = ListProgress(stream, "pods", enabled=False, clock=FakeClock())
     progress.list_succeeded(
         ListOptions(), ListResult(items=[{}], continue_="t", remaining_item_count=3)
     )
@@ -339,7 +345,7 @@ def test_bad_client_certificate_data_is_one_specific_line(
         )
     )
     s = Streams()
-    assert s.run("get", "pods", "--kubeconfig", str(kubeconfig)) == cli.EXIT_ERROR
+    assert s.run("get", "pods", "--kubeconfig", str(kubeconfig)) == EXIT_ERROR
     lines = s.err_lines()
     assert len(lines) == 1, lines
     assert re.match(r"kubereflector: error: " + message, lines[0]), lines[0]
@@ -375,7 +381,7 @@ async def test_get_timeout_covers_a_server_that_accepts_and_never_answers(tmp_pa
     kubeconfig = kubeconfig_for(tmp_path / "config", f"http://127.0.0.1:{port}")
     async with server:
         run = asyncio.create_task(
-            cli.amain(
+            amain(
                 ["get", "pods", "--timeout", "3s", "--kubeconfig", kubeconfig],
                 clock=clock,
                 stdout=out,
@@ -386,7 +392,7 @@ async def test_get_timeout_covers_a_server_that_accepts_and_never_answers(tmp_pa
         await clock.advance(2.9)
         assert not run.done()
         await clock.advance(0.1)
-        assert await run == cli.EXIT_ERROR
+        assert await run == EXIT_ERROR
     assert err.getvalue().splitlines() == [
         "kubereflector: error: timed out after 3s connecting to the API server at "
         f"http://127.0.0.1:{port}"
@@ -406,7 +412,7 @@ async def test_get_timeout_covers_a_credential_plugin_that_never_exits(tmp_path:
         clock = FakeClock()
         err = io.StringIO()
         run = asyncio.create_task(
-            cli.amain(
+            amain(
                 ["get", "pods", "--timeout", "3s", "--kubeconfig", kubeconfig],
                 clock=clock,
                 stdout=io.StringIO(),
@@ -415,7 +421,7 @@ async def test_get_timeout_covers_a_credential_plugin_that_never_exits(tmp_path:
         )
         await gate.started()
         await clock.advance(3)
-        assert await run == cli.EXIT_ERROR
+        assert await run == EXIT_ERROR
         assert "timed out after 3s" in err.getvalue()
         await gate.ended()  # the plugin and its helper were killed
         await drain()  # and the plugin's run has finished
@@ -427,6 +433,6 @@ def test_the_observing_wrapper_passes_on_the_url_the_reflector_logs() -> None:
     class WithUrl:
         url = "https://kube.example:6443/api/v1/pods"
 
-    observer = cli.ListWatchObserver()
-    assert cli.ObservedListWatch(WithUrl(), observer).url == WithUrl.url  # type: ignore[arg-type]
-    assert cli.ObservedListWatch(object(), observer).url is None  # type: ignore[arg-type]
+    observer = ListWatchObserver()
+    assert ObservedListWatch(WithUrl(), observer).url == WithUrl.url  # type: ignore[arg-type]
+    assert ObservedListWatch(object(), observer).url is None  # type: ignore[arg-type]

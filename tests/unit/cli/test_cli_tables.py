@@ -64,3 +64,31 @@ def test_terminating_pod() -> None:
         "2",
         "60m",
     ]
+
+
+def test_age_is_kubectls_human_duration() -> None:
+    # kubectl shows two significant figures below 10 minutes, 8 hours and 8 days;
+    # the command used to round these down to "3m", "3h" and "2d".
+    def created(seconds: float) -> dict[str, Any]:
+        then = NOW - datetime.timedelta(seconds=seconds)
+        stamp = then.isoformat().replace("+00:00", "Z")
+        return {"metadata": {"name": f"age-{seconds:g}", "creationTimestamp": stamp}}
+
+    objects = [created(s) for s in (200, 3 * 3600 + 60, 2 * 86400 + 3600, 3 * 365 * 86400, -5)]
+    table = render_table(objects, "Lease", show_namespace=False, header=False, now=NOW)
+    assert [row[1] for row in rows(table)] == ["3m20s", "3h1m", "2d1h", "3y", "<invalid>"]
+
+
+def test_date_printer_columns_show_an_age() -> None:
+    columns = [{"name": "Started", "type": "date", "jsonPath": ".status.started"}]
+    started: dict[str, Any] = {
+        "metadata": {"name": "a"},
+        "status": {"started": "2025-01-02T11:56:40Z"},
+    }
+    day_only: dict[str, Any] = {"metadata": {"name": "b"}, "status": {"started": "2025-01-02"}}
+    table = render_table(
+        [started, day_only], "Widget", show_namespace=False, printer_columns=columns, now=NOW
+    )
+    # A date without a time and zone is not a timestamp: no age (it used to raise a
+    # TypeError comparing a naive and an aware time, ending `get` with an internal error).
+    assert rows(table) == [["NAME", "STARTED"], ["a", "3m20s"], ["b", "<unknown>"]]

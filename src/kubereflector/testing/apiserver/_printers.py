@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..._jsonpath import json_path
+from ..._kubectl.duration import human_duration
+from ..._kubectl.jsonpath import json_path
 
 if TYPE_CHECKING:
     from ._resources import ResourceInfo
@@ -103,8 +104,6 @@ def _printer_cell(obj: Mapping[str, Any], column: Mapping[str, Any], now: float)
         return None
     kind = column.get("type", "string")
     if kind == "date" and isinstance(value, str):
-        from ._resources import human_duration
-
         try:
             then = datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
         except ValueError:

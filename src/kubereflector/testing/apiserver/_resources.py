@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Final
 
+from ..._kubectl.duration import human_duration
 from ._fields import (
     DEFAULT_SCHEMA,
     DEPLOYMENT_SCHEMA,
@@ -333,39 +334,6 @@ def aggregated_discovery(resources: Iterable[ResourceInfo], *, core: bool) -> di
 
 
 # -- tables (what `kubectl get` prints) ------------------------------------------------------
-
-
-def human_duration(seconds: float) -> str:
-    """kube's ``duration.HumanDuration`` (the AGE column)."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        years = hours // 24 // 365
-        return f"{years}y" if days == 0 else f"{years}y{days}d"
-    return f"{hours // 24 // 365}y"
 
 
 def _age(obj: Mapping[str, Any], now: float) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubereflector import ApiError
-from kubereflector._jsonpath import json_path
+from kubereflector._kubectl.jsonpath import json_path
 from kubereflector.testing import ApiServerEmulator
 
 OBJ: dict[str, Any] = {

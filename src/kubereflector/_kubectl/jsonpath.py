@@ -1,5 +1,5 @@
-"""The JSONPath subset of CRDs' ``additionalPrinterColumns``, for the emulator's Tables
-and the CLI's. Pure functions, no I/O."""
+"""The JSONPath subset of CRDs' ``additionalPrinterColumns`` (kubectl's ``{.spec.replicas}``
+notation), for the emulator's Tables and the command line's. Pure functions, no I/O."""
 
 from __future__ import annotations
 
