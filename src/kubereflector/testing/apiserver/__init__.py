@@ -105,7 +105,7 @@ from ...clock import Clock, RealClock
 from ...errors import ApiError, error_from_status
 from ._crd import install as install_crds
 from ._http import ApiHandler, Faults
-from ._resources import DEFAULT_VERBS, ResourceInfo
+from ._resources import DEFAULT_VERBS, ServedResource
 from ._store import ENCODER, Record, Store, copy_out, decode
 from ._tls import make_server_tls
 from ._validation import StatusError
@@ -368,7 +368,7 @@ class ApiServerEmulator:
         discovery too. Returns its name for the data API (``"plural.group"``). Its
         list items carry ``kind``/``apiVersion``, as custom resources' do."""
         self._check_thread()
-        info = ResourceInfo(
+        info = ServedResource(
             group,
             version,
             plural,

@@ -28,7 +28,7 @@ from ._openapi import check_fields, openapi_response
 from ._resources import (
     AGGREGATED_V2,
     EMULATED_VERSION,
-    ResourceInfo,
+    ServedResource,
     aggregated_discovery,
     api_group,
     api_group_list,
@@ -288,7 +288,7 @@ class Watcher:
         current_rv: Callable[[], int],
     ) -> None:
         self.bucket = bucket
-        self.info: ResourceInfo = bucket.info
+        self.info: ServedResource = bucket.info
         self.namespace = namespace if bucket.info.namespaced else None
         self.query = query
         self.filtering = query.filtering
@@ -838,7 +838,7 @@ class ApiHandler:
         return options
 
     @staticmethod
-    def _allow(info: ResourceInfo, verb: str, method: str) -> None:
+    def _allow(info: ServedResource, verb: str, method: str) -> None:
         if verb not in info.verbs:
             raise _method_not_allowed(method, info.group_resource)
 
@@ -871,7 +871,7 @@ class ApiHandler:
         except (msgspec.DecodeError, yaml.YAMLError) as exc:
             raise bad_request(f"the request body could not be decoded: {exc}") from None
 
-    def _one(self, record: Record, accept: str, info: ResourceInfo) -> web.Response:
+    def _one(self, record: Record, accept: str, info: ServedResource) -> web.Response:
         mode = negotiate(accept, "object")
         if mode is None:
             raise _not_acceptable()
@@ -883,7 +883,7 @@ class ApiHandler:
 
     def _table(
         self,
-        info: ResourceInfo,
+        info: ServedResource,
         records: list[Record],
         rv: int,
         continue_: str,
@@ -1054,7 +1054,7 @@ def _warn(response: web.Response, warnings: list[str]) -> web.Response:
     return response
 
 
-def _list_head(info: ResourceInfo) -> bytes:
+def _list_head(info: ServedResource) -> bytes:
     kind, api_version = info.list_kind, info.api_version
     return f'{{"kind":"{kind}","apiVersion":"{api_version}","metadata":'.encode()
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ...errors import failure_status
-from ._resources import EMULATED_VERSION, ResourceInfo
+from ._resources import EMULATED_VERSION, ServedResource
 from ._store import ENCODER
 from ._validation import StatusError
 
@@ -72,7 +72,7 @@ _PATCH_TYPES: Final = ("application/json-patch+json", "application/merge-patch+j
 # -- validation -----------------------------------------------------------------------------
 
 
-def _top_level_fields(info: ResourceInfo) -> frozenset[str] | None:
+def _top_level_fields(info: ServedResource) -> frozenset[str] | None:
     """The fields ``info``'s objects may have besides apiVersion/kind/metadata
     (``None``: any)."""
     if info.builtin:
@@ -88,7 +88,7 @@ def _top_level_fields(info: ResourceInfo) -> frozenset[str] | None:
     return frozenset(properties)
 
 
-def unknown_fields(info: ResourceInfo, obj: Any) -> list[str]:
+def unknown_fields(info: ServedResource, obj: Any) -> list[str]:
     """The paths of the fields in ``obj`` (an object, or a merge patch of one) that
     ``info``'s kind does not have, as kube's strict decoding names them
     (``"foo"``, ``"metadata.foo"``). Keys starting with ``$`` (patch directives) pass."""
@@ -120,18 +120,18 @@ def _gv_key(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
-def _definition_name(info: ResourceInfo) -> str:
+def _definition_name(info: ServedResource) -> str:
     package = _BUILTIN_PACKAGES.get(info.group) if info.builtin else None
     if package is None:
         package = ".".join(reversed(info.group.split(".")))
     return f"{package}.{info.version}.{info.kind}"
 
 
-def _gvk(info: ResourceInfo, kind: str | None = None) -> dict[str, str]:
+def _gvk(info: ServedResource, kind: str | None = None) -> dict[str, str]:
     return {"group": info.group, "version": info.version, "kind": kind or info.kind}
 
 
-def _schema(info: ResourceInfo, ref_prefix: str) -> dict[str, Any]:
+def _schema(info: ServedResource, ref_prefix: str) -> dict[str, Any]:
     base: dict[str, Any] = dict(info.openapi_schema) if info.openapi_schema else {}
     properties = dict(base.get("properties") or {})
     if not properties and not info.openapi_schema:
@@ -151,7 +151,7 @@ def _schema(info: ResourceInfo, ref_prefix: str) -> dict[str, Any]:
     return base
 
 
-def _operations(info: ResourceInfo, *, v3: bool) -> dict[str, dict[str, dict[str, Any]]]:
+def _operations(info: ServedResource, *, v3: bool) -> dict[str, dict[str, dict[str, Any]]]:
     """``{path: {method: operation}}`` for one resource."""
     ref = "#/components/schemas/" if v3 else "#/definitions/"
     body_ref = {"$ref": f"{ref}{_definition_name(info)}"}
@@ -214,7 +214,7 @@ def _info() -> dict[str, str]:
     }
 
 
-def v3_document(resources: Iterable[ResourceInfo], group: str, version: str) -> dict[str, Any]:
+def v3_document(resources: Iterable[ServedResource], group: str, version: str) -> dict[str, Any]:
     """The OpenAPI 3.0 document of one group-version (empty paths if none is served)."""
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {_OBJECT_META: {"type": "object"}}
@@ -225,7 +225,7 @@ def v3_document(resources: Iterable[ResourceInfo], group: str, version: str) -> 
     return {"openapi": "3.0.0", "info": _info(), "paths": paths, "components": {"schemas": schemas}}
 
 
-def v2_document(resources: Iterable[ResourceInfo]) -> dict[str, Any]:
+def v2_document(resources: Iterable[ServedResource]) -> dict[str, Any]:
     """The Swagger 2.0 document of everything served."""
     paths: dict[str, Any] = {}
     definitions: dict[str, Any] = {_OBJECT_META: {"type": "object"}}
@@ -262,7 +262,7 @@ def _not_found() -> StatusError:
 
 
 def openapi_response(
-    resources: Iterable[ResourceInfo], segments: list[str], accept: str
+    resources: Iterable[ServedResource], segments: list[str], accept: str
 ) -> tuple[bytes, str]:
     """The body and content type for ``GET /openapi/...`` (``segments`` start with
     ``"openapi"``). Raises :class:`StatusError` (404 unknown path, 406 no JSON)."""
@@ -294,7 +294,7 @@ def openapi_response(
     return ENCODER.encode(v3_document(resources, group, version)), "application/json"
 
 
-def check_fields(info: ResourceInfo, obj: Any, directive: str) -> list[str]:
+def check_fields(info: ServedResource, obj: Any, directive: str) -> list[str]:
     """Server-side field validation of a write's body (``directive``: the request's
     ``fieldValidation``; empty means kube's default, Warn). Returns the warnings to
     send (``Warn``); raises :class:`StatusError` 400 for unknown fields under

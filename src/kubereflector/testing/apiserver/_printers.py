@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..._jsonpath import json_path
 
 if TYPE_CHECKING:
-    from ._resources import ResourceInfo
+    from ._resources import ServedResource
 
 __all__ = ["custom_cells", "custom_columns"]
 
@@ -36,9 +36,9 @@ def _count(value: Any) -> int:
     return len(value) if isinstance(value, Mapping | list) else 0
 
 
-def custom_columns(info: ResourceInfo) -> list[dict[str, Any]] | None:
+def custom_columns(info: ServedResource) -> list[dict[str, Any]] | None:
     """The columns after Name (and Age, last, where kube shows it) for ``info``, or
-    ``None`` when the default table applies. ``info`` is a ResourceInfo."""
+    ``None`` when the default table applies."""
     if info.printer_columns:
         return [
             _column(
@@ -69,7 +69,7 @@ def custom_columns(info: ResourceInfo) -> list[dict[str, Any]] | None:
 
 
 def custom_cells(
-    info: ResourceInfo, obj: Mapping[str, Any], age: str, now: float
+    info: ServedResource, obj: Mapping[str, Any], age: str, now: float
 ) -> list[Any] | None:
     """The cells matching :func:`custom_columns` (``age``: the AGE cell)."""
     if info.printer_columns:

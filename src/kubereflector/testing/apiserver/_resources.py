@@ -59,8 +59,13 @@ _EVENT_FIELDS: Final = _META_FIELDS | {
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class ResourceInfo:
-    """One served resource (a built-in or a registered stand-in for a CRD).
+class ServedResource:
+    """One resource the emulator serves (a built-in, a CRD's, or one registered from
+    Python): its names, scope, verbs and what its objects carry. Immutable.
+
+    Not :class:`kubereflector.client.ResourceInfo`, the client's view of a resource
+    found through discovery: this is the server's, with what it needs to store,
+    validate and print objects.
 
     ``generation``: whether objects carry ``metadata.generation`` (custom
     resources and workloads do; ConfigMaps, Secrets, Events, ... do not).
@@ -111,7 +116,7 @@ class ResourceInfo:
 
 
 BUILTIN_RESOURCES: Final = (
-    ResourceInfo(
+    ServedResource(
         "",
         "v1",
         "namespaces",
@@ -125,7 +130,7 @@ BUILTIN_RESOURCES: Final = (
         generation=False,
         schema=NAMESPACE_SCHEMA,
     ),
-    ResourceInfo(
+    ServedResource(
         "",
         "v1",
         "pods",
@@ -138,10 +143,10 @@ BUILTIN_RESOURCES: Final = (
         return_deleted_object=True,
         schema=POD_SCHEMA,
     ),
-    ResourceInfo(
+    ServedResource(
         "", "v1", "configmaps", "ConfigMap", short_names=("cm",), builtin=True, generation=False
     ),
-    ResourceInfo(
+    ServedResource(
         "",
         "v1",
         "secrets",
@@ -150,7 +155,7 @@ BUILTIN_RESOURCES: Final = (
         field_selectors=_META_FIELDS | {"type"},
         generation=False,
     ),
-    ResourceInfo(
+    ServedResource(
         "",
         "v1",
         "services",
@@ -163,7 +168,7 @@ BUILTIN_RESOURCES: Final = (
         generation=False,
         schema=SERVICE_SCHEMA,
     ),
-    ResourceInfo(
+    ServedResource(
         "apps",
         "v1",
         "deployments",
@@ -174,7 +179,7 @@ BUILTIN_RESOURCES: Final = (
         subresources=("status",),
         schema=DEPLOYMENT_SCHEMA,
     ),
-    ResourceInfo(
+    ServedResource(
         "events.k8s.io",
         "v1",
         "events",
@@ -185,7 +190,7 @@ BUILTIN_RESOURCES: Final = (
         generation=False,
         schema=EVENT_SCHEMA,
     ),
-    ResourceInfo("coordination.k8s.io", "v1", "leases", "Lease", builtin=True, generation=False),
+    ServedResource("coordination.k8s.io", "v1", "leases", "Lease", builtin=True, generation=False),
 )
 
 EMULATED_VERSION: Final = {
@@ -203,7 +208,7 @@ EMULATED_VERSION: Final = {
 AGGREGATED_V2: Final = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 
-def group_versions(resources: Iterable[ResourceInfo]) -> dict[str, list[str]]:
+def group_versions(resources: Iterable[ServedResource]) -> dict[str, list[str]]:
     """``{group: [versions...]}`` in registration order (the core group is ``""``)."""
     out: dict[str, list[str]] = {}
     for info in resources:
@@ -229,13 +234,13 @@ def _group_entry(group: str, versions: Sequence[str]) -> dict[str, Any]:
     return {"name": group, "versions": listed, "preferredVersion": listed[0]}
 
 
-def api_group_list(resources: Iterable[ResourceInfo]) -> dict[str, Any]:
+def api_group_list(resources: Iterable[ServedResource]) -> dict[str, Any]:
     """``GET /apis`` (legacy discovery)."""
     groups = [_group_entry(g, vs) for g, vs in group_versions(resources).items() if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(resources: Iterable[ResourceInfo], group: str) -> dict[str, Any] | None:
+def api_group(resources: Iterable[ServedResource], group: str) -> dict[str, Any] | None:
     """``GET /apis/{group}``, or ``None`` for an unknown group."""
     versions = group_versions(resources).get(group)
     if not group or not versions:
@@ -244,7 +249,7 @@ def api_group(resources: Iterable[ResourceInfo], group: str) -> dict[str, Any] |
 
 
 def api_resource_list(
-    resources: Iterable[ResourceInfo], group: str, version: str
+    resources: Iterable[ServedResource], group: str, version: str
 ) -> dict[str, Any] | None:
     """``GET /api/v1`` or ``/apis/{group}/{version}``, or ``None`` if not served."""
     entries: list[dict[str, Any]] = []
@@ -279,7 +284,7 @@ def api_resource_list(
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": entries}
 
 
-def aggregated_discovery(resources: Iterable[ResourceInfo], *, core: bool) -> dict[str, Any]:
+def aggregated_discovery(resources: Iterable[ServedResource], *, core: bool) -> dict[str, Any]:
     """``GET /api`` (``core``) or ``/apis``: an ``apidiscovery.k8s.io/v2`` APIGroupDiscoveryList."""
     by_group: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for info in resources:
@@ -434,7 +439,7 @@ def _pod_wide_cells(obj: Mapping[str, Any]) -> list[Any]:
     ]
 
 
-def table_columns(info: ResourceInfo) -> list[dict[str, Any]]:
+def table_columns(info: ServedResource) -> list[dict[str, Any]]:
     if info.plural == "pods" and info.builtin:
         return [
             _NAME_COLUMN,
@@ -462,7 +467,7 @@ def table_columns(info: ResourceInfo) -> list[dict[str, Any]]:
 
 
 def table_row(
-    info: ResourceInfo, obj: Mapping[str, Any], row_object: Any, now: float
+    info: ServedResource, obj: Mapping[str, Any], row_object: Any, now: float
 ) -> dict[str, Any]:
     name = (obj.get("metadata") or {}).get("name", "")
     if info.plural == "pods" and info.builtin:

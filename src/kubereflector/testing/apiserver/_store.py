@@ -28,7 +28,7 @@ from ...errors import failure_status
 from ...selectors import FieldSelector, LabelSelector
 from ._fields import ApplyConflict, FieldManagers
 from ._patch import PatchFailed, json_patch, merge_patch, strategic_merge_patch
-from ._resources import BUILTIN_RESOURCES, ResourceInfo, timestamp
+from ._resources import BUILTIN_RESOURCES, ServedResource, timestamp
 from ._validation import (
     FieldError,
     StatusError,
@@ -66,7 +66,7 @@ _CONTINUE_EXPIRED: Final = (
 # -- Status objects ---------------------------------------------------------------------------
 
 
-def _details(info: ResourceInfo, name: str) -> dict[str, Any]:
+def _details(info: ServedResource, name: str) -> dict[str, Any]:
     details: dict[str, Any] = {"name": name}
     if info.group:
         details["group"] = info.group
@@ -74,7 +74,7 @@ def _details(info: ResourceInfo, name: str) -> dict[str, Any]:
     return details
 
 
-def not_found(info: ResourceInfo, name: str) -> StatusError:
+def not_found(info: ServedResource, name: str) -> StatusError:
     return StatusError(
         failure_status(
             404, "NotFound", f'{info.group_resource} "{name}" not found', _details(info, name)
@@ -82,7 +82,7 @@ def not_found(info: ResourceInfo, name: str) -> StatusError:
     )
 
 
-def conflict(info: ResourceInfo, name: str, why: str) -> StatusError:
+def conflict(info: ServedResource, name: str, why: str) -> StatusError:
     return StatusError(
         failure_status(
             409,
@@ -191,7 +191,7 @@ class Bucket:
 
     __slots__ = ("_sorted", "history", "info", "objects", "oldest", "watchers")
 
-    def __init__(self, info: ResourceInfo, oldest: int) -> None:
+    def __init__(self, info: ServedResource, oldest: int) -> None:
         self.info = info
         self.objects: dict[str, Record] = {}
         self.history: collections.deque[Event] = collections.deque()
@@ -254,7 +254,7 @@ class Query:
     timeout_seconds: int | None = None
     watch: bool = False
 
-    def validate(self, info: ResourceInfo) -> None:
+    def validate(self, info: ServedResource) -> None:
         """kube's ValidateListOptions (422), and the resource's field-selector support (400)."""
         errors: list[FieldError] = []
         match = self.resource_version_match
@@ -450,7 +450,7 @@ class Store:
 
     # -- resources ---------------------------------------------------------------------------
 
-    def register(self, info: ResourceInfo) -> Bucket:
+    def register(self, info: ServedResource) -> Bucket:
         if info.group_resource in self.buckets:
             raise ValueError(f"resource {info.group_resource!r} is already registered")
         if info.group == "" and not info.builtin:
@@ -471,7 +471,7 @@ class Store:
         del self.buckets[group_resource]
         del self.by_gvr[(bucket.info.group, bucket.info.version, bucket.info.plural)]
 
-    def resources(self) -> list[ResourceInfo]:
+    def resources(self) -> list[ServedResource]:
         return [b.info for b in self.buckets.values()]
 
     def resolve(self, resource: str) -> Bucket:
@@ -653,7 +653,7 @@ class Store:
         self._emit(bucket, event_type, record, prev)
         return record
 
-    def _body(self, info: ResourceInfo, obj: Any, *, strict: bool) -> dict[str, Any]:
+    def _body(self, info: ServedResource, obj: Any, *, strict: bool) -> dict[str, Any]:
         """A request body as a fresh top-level dict with its own metadata dict, after
         kube's checks of its ``apiVersion`` and ``kind`` (custom resources must name
         both when ``strict``, as over HTTP)."""
@@ -694,14 +694,14 @@ class Store:
         body["metadata"] = dict(meta)
         return body
 
-    def _admit(self, info: ResourceInfo, obj: dict[str, Any]) -> None:
+    def _admit(self, info: ServedResource, obj: dict[str, Any]) -> None:
         """Run the resource's admission hook (if any) on a validated object."""
         admit = self.admission.get(info.group_resource)
         if admit is not None:
             admit(obj)
 
     def _check_namespace(
-        self, info: ResourceInfo, meta: dict[str, Any], namespace: str | None
+        self, info: ServedResource, meta: dict[str, Any], namespace: str | None
     ) -> None:
         if info.namespaced:
             given = meta.get("namespace")
@@ -851,7 +851,7 @@ class Store:
 
     def _replacement(
         self,
-        info: ResourceInfo,
+        info: ServedResource,
         existing: Record,
         body: dict[str, Any],
         name: str,
@@ -1155,7 +1155,7 @@ def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
 
 
-def _apply_defaults(info: ResourceInfo, obj: dict[str, Any]) -> None:
+def _apply_defaults(info: ServedResource, obj: dict[str, Any]) -> None:
     """The few defaults kube's admission and strategies set that clients notice."""
     if not info.builtin:
         return

@@ -16,7 +16,7 @@ import msgspec
 
 from ...errors import failure_status
 from ...selectors import _label_key_error, _label_value_error
-from ._resources import ResourceInfo
+from ._resources import ServedResource
 
 _encode: Final = msgspec.json.encode
 
@@ -130,7 +130,7 @@ def validate_options(
 # -- objects ------------------------------------------------------------------------------------
 
 
-def validate_object(info: ResourceInfo, obj: Mapping[str, Any]) -> None:
+def validate_object(info: ServedResource, obj: Mapping[str, Any]) -> None:
     """kube's create validation of ``obj`` (its metadata, and what the resource
     checks itself); 422 Invalid listing every problem."""
     errors = _meta_errors(info, obj["metadata"])
@@ -139,7 +139,7 @@ def validate_object(info: ResourceInfo, obj: Mapping[str, Any]) -> None:
         raise invalid(info.kind, obj["metadata"].get("name") or "", errors, info.group)
 
 
-def validate_update(info: ResourceInfo, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+def validate_update(info: ServedResource, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
     """kube's update validation (what create checks, what may not change, and no new
     finalizers on an object being deleted); 422 Invalid."""
     meta = new["metadata"]
@@ -163,7 +163,7 @@ def validate_update(info: ResourceInfo, old: Mapping[str, Any], new: Mapping[str
         raise invalid(info.kind, meta.get("name") or "", errors, info.group)
 
 
-def _meta_errors(info: ResourceInfo, meta: Mapping[str, Any]) -> list[FieldError]:
+def _meta_errors(info: ServedResource, meta: Mapping[str, Any]) -> list[FieldError]:
     name = meta.get("name") or ""
     errors: list[FieldError] = []
     label_name = info.plural == "namespaces" and info.builtin
