@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ._resources import DEFAULT_VERBS, ServedResource, timestamp
+from ._resources import DEFAULT_VERBS, ServedResource
 from ._store import Bucket, Record, Store
+from ._timestamps import timestamp
 from ._validation import FieldError, invalid
 
 __all__ = ["CRD_RESOURCE", "install"]

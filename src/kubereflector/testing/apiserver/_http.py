@@ -24,21 +24,20 @@ from ...cache.listwatch import INITIAL_EVENTS_END_ANNOTATION
 from ...clock import Clock
 from ...errors import failure_status
 from ...selectors import FieldSelector, LabelSelector
-from ._openapi import check_fields, openapi_response
-from ._resources import (
+from ._discovery import (
     AGGREGATED_V2,
     EMULATED_VERSION,
-    ServedResource,
     aggregated_discovery,
     api_group,
     api_group_list,
     api_resource_list,
     api_versions,
-    table_columns,
-    table_row,
-    wall_now,
 )
+from ._openapi import check_fields, openapi_response
+from ._resources import ServedResource
 from ._store import ENCODER, Bucket, Event, Query, Record, Store, WriteRequest, decode, event_line
+from ._tables import table_columns, table_row
+from ._timestamps import wall_now
 from ._validation import StatusError, bad_request, validate_options
 from ._watch_timer import run_watch_timer
 

@@ -28,7 +28,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ...errors import failure_status
-from ._resources import EMULATED_VERSION, ServedResource
+from ._discovery import EMULATED_VERSION
+from ._resources import ServedResource
 from ._store import ENCODER
 from ._validation import StatusError
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from . import sample_pod
-from ._resources import timestamp, wall_now
+from ._timestamps import timestamp, wall_now
 
 __all__ = ["NODES", "cluster_pods"]
 

@@ -28,7 +28,8 @@ from ...errors import failure_status
 from ...selectors import FieldSelector, LabelSelector
 from ._fields import ApplyConflict, FieldManagers
 from ._patch import PatchFailed, json_patch, merge_patch, strategic_merge_patch
-from ._resources import BUILTIN_RESOURCES, ServedResource, timestamp
+from ._resources import BUILTIN_RESOURCES, ServedResource
+from ._timestamps import timestamp
 from ._validation import (
     FieldError,
     StatusError,

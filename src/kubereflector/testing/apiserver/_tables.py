@@ -1,0 +1,255 @@
+"""The Table answers (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``) that
+``kubectl get`` prints: the columns and cells of pods, namespaces, deployments,
+configmaps and secrets as kube's printers make them, a CRD's
+``additionalPrinterColumns``, and Name and Age for everything else.
+
+Private to :mod:`kubereflector.testing.apiserver`. Pure functions, no I/O. Columns
+with ``priority`` > 0 are the ones ``kubectl get -o wide`` adds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any, Final
+
+from ..._jsonpath import json_path
+from ._resources import ServedResource
+
+__all__ = ["table_columns", "table_row"]
+
+
+def _column(
+    name: str, kind: str = "string", description: str = "", priority: int = 0, fmt: str = ""
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": kind,
+        "format": fmt,
+        "description": description,
+        "priority": priority,
+    }
+
+
+def human_duration(seconds: float) -> str:
+    """kube's ``duration.HumanDuration`` (the AGE column)."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        years = hours // 24 // 365
+        return f"{years}y" if days == 0 else f"{years}y{days}d"
+    return f"{hours // 24 // 365}y"
+
+
+def _age(obj: Mapping[str, Any], now: float) -> str:
+    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not isinstance(stamp, str):
+        return "<unknown>"
+    try:
+        created = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return "<unknown>"
+    return human_duration(now - created.timestamp())
+
+
+_NAME_COLUMN: Final = _column(
+    "Name",
+    description="Name must be unique within a namespace. https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+    fmt="name",
+)
+_AGE_COLUMN: Final = _column(
+    "Age",
+    description="CreationTimestamp is a timestamp representing the server time when this object "
+    "was created.",
+)
+
+
+def _pod_cells(obj: Mapping[str, Any]) -> list[Any]:
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    ready = sum(1 for c in statuses if isinstance(c, Mapping) and c.get("ready"))
+    restarts = sum(int(c.get("restartCount") or 0) for c in statuses if isinstance(c, Mapping))
+    total = len(spec.get("containers") or [])
+    phase = status.get("reason") or status.get("phase") or "Pending"
+    for c in statuses:  # kubectl shows a waiting or failed container's reason
+        state = c.get("state") if isinstance(c, Mapping) else None
+        if not isinstance(state, Mapping):
+            continue
+        waiting = state.get("waiting") or {}
+        terminated = state.get("terminated") or {}
+        reason = waiting.get("reason") or terminated.get("reason")
+        if reason and reason not in ("ContainerCreating", "PodInitializing", "Completed"):
+            phase = reason
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        phase = "Terminating"
+    return [f"{ready}/{total}", phase, restarts]
+
+
+def _pod_wide_cells(obj: Mapping[str, Any]) -> list[Any]:
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    gates = spec.get("readinessGates") or []
+    return [
+        status.get("podIP") or "<none>",
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        f"{len(gates)}" if gates else "<none>",
+    ]
+
+
+def table_columns(info: ServedResource) -> list[dict[str, Any]]:
+    """The ``columnDefinitions`` of ``info``'s Tables."""
+    if info.plural == "pods" and info.builtin:
+        return [
+            _NAME_COLUMN,
+            _column(
+                "Ready",
+                description="The aggregate readiness state of this pod for accepting traffic.",
+            ),
+            _column("Status", description="The aggregate status of the containers in this pod."),
+            _column(
+                "Restarts",
+                "integer",
+                "The number of times the containers in this pod have been restarted.",
+            ),
+            _AGE_COLUMN,
+            _column("IP", description="IP address allocated to the pod.", priority=1),
+            _column("Node", description="Name of the node the pod runs on.", priority=1),
+            _column("Nominated Node", description="Node the scheduler nominated.", priority=1),
+            _column("Readiness Gates", description="The pod's readiness gates.", priority=1),
+        ]
+    if info.plural == "namespaces" and info.builtin:
+        return [
+            _NAME_COLUMN,
+            _column("Status", description="The status of the namespace"),
+            _AGE_COLUMN,
+        ]
+    custom = _custom_columns(info)
+    if custom is not None:
+        return [_NAME_COLUMN, *custom]
+    return [_NAME_COLUMN, _AGE_COLUMN]
+
+
+def table_row(
+    info: ServedResource, obj: Mapping[str, Any], row_object: Any, now: float
+) -> dict[str, Any]:
+    """The row of ``obj`` (cells matching :func:`table_columns`; ages from ``now``, in
+    seconds since the epoch), carrying ``row_object`` unless it is ``None``."""
+    name = (obj.get("metadata") or {}).get("name", "")
+    if info.plural == "pods" and info.builtin:
+        cells = [name, *_pod_cells(obj), _age(obj, now), *_pod_wide_cells(obj)]
+    elif info.plural == "namespaces" and info.builtin:
+        phase = (obj.get("status") or {}).get("phase") or "Active"
+        cells = [name, phase, _age(obj, now)]
+    else:
+        custom = _custom_cells(info, obj, _age(obj, now), now)
+        cells = [name, *custom] if custom is not None else [name, _age(obj, now)]
+    row: dict[str, Any] = {"cells": cells}
+    if row_object is not None:
+        row["object"] = row_object
+    return row
+
+
+def _count(value: Any) -> int:
+    return len(value) if isinstance(value, Mapping | list) else 0
+
+
+def _custom_columns(info: ServedResource) -> list[dict[str, Any]] | None:
+    """The columns after Name (and Age, last, where kube shows it) for ``info``, or
+    ``None`` when the default table applies."""
+    if info.printer_columns:
+        return [
+            _column(
+                str(c.get("name", "")),
+                str(c.get("type", "string")),
+                str(c.get("description", "")),
+                int(c.get("priority", 0) or 0),
+            )
+            for c in info.printer_columns
+        ]
+    if not info.builtin:
+        return None
+    if info.kind == "Deployment":
+        return [
+            _column("Ready"),
+            _column("Up-to-date", "integer"),
+            _column("Available", "integer"),
+            _column("Age"),
+            _column("Containers", priority=1),
+            _column("Images", priority=1),
+            _column("Selector", priority=1),
+        ]
+    if info.kind == "ConfigMap":
+        return [_column("Data", "integer"), _column("Age")]
+    if info.kind == "Secret":
+        return [_column("Type"), _column("Data", "integer"), _column("Age")]
+    return None
+
+
+def _custom_cells(
+    info: ServedResource, obj: Mapping[str, Any], age: str, now: float
+) -> list[Any] | None:
+    """The cells matching :func:`_custom_columns` (``age``: the AGE cell)."""
+    if info.printer_columns:
+        return [_printer_cell(obj, c, now) for c in info.printer_columns]
+    if not info.builtin:
+        return None
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    if info.kind == "Deployment":
+        containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+        selector = (spec.get("selector") or {}).get("matchLabels") or {}
+        return [
+            f"{int(status.get('readyReplicas') or 0)}/{int(spec.get('replicas', 1) or 0)}",
+            int(status.get("updatedReplicas") or 0),
+            int(status.get("availableReplicas") or 0),
+            age,
+            ",".join(str(c.get("name", "")) for c in containers),
+            ",".join(str(c.get("image", "")) for c in containers),
+            ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>",
+        ]
+    if info.kind == "ConfigMap":
+        return [_count(obj.get("data")) + _count(obj.get("binaryData")), age]
+    if info.kind == "Secret":
+        return [obj.get("type") or "Opaque", _count(obj.get("data")), age]
+    return None
+
+
+def _printer_cell(obj: Mapping[str, Any], column: Mapping[str, Any], now: float) -> Any:
+    value = json_path(obj, str(column.get("jsonPath", "")))
+    if value is None:
+        return None
+    kind = column.get("type", "string")
+    if kind == "date" and isinstance(value, str):
+        try:
+            then = datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        except ValueError:
+            return value
+        return human_duration(now - then.timestamp())
+    if kind in ("integer", "number", "boolean"):
+        return value
+    return value if isinstance(value, str) else str(value)
