@@ -106,9 +106,9 @@ from ...errors import ApiError, error_from_status
 from ._crd import install as install_crds
 from ._http import ApiHandler, Faults
 from ._resources import DEFAULT_VERBS, ServedResource
+from ._statuses import StatusError
 from ._store import ENCODER, Record, Store, copy_out, decode
 from ._tls import make_server_tls
-from ._validation import StatusError
 
 __all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "main", "sample_pod"]
 

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ._resources import DEFAULT_VERBS, ServedResource
+from ._statuses import FieldError, invalid
 from ._store import Bucket, Record, Store
 from ._timestamps import timestamp
-from ._validation import FieldError, invalid
 
 __all__ = ["CRD_RESOURCE", "install"]
 

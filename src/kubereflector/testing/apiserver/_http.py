@@ -35,10 +35,11 @@ from ._discovery import (
 )
 from ._openapi import check_fields, openapi_response
 from ._resources import ServedResource
+from ._statuses import StatusError, bad_request, method_not_allowed, path_not_found
 from ._store import ENCODER, Bucket, Event, Query, Record, Store, WriteRequest, decode, event_line
 from ._tables import table_columns, table_row
 from ._timestamps import wall_now
-from ._validation import StatusError, bad_request, validate_options
+from ._validation import validate_options
 from ._watch_timer import run_watch_timer
 
 log = logging.getLogger("kubereflector.testing.apiserver")
@@ -206,23 +207,6 @@ def status_response(status: Mapping[str, Any]) -> web.Response:
     if retry:
         response.headers["Retry-After"] = str(retry)
     return response
-
-
-def _not_found_path() -> StatusError:
-    return StatusError(
-        failure_status(404, "NotFound", "the server could not find the requested resource", {})
-    )
-
-
-def _method_not_allowed(method: str, what: str) -> StatusError:
-    return StatusError(
-        failure_status(
-            405,
-            "MethodNotAllowed",
-            f"the server does not allow this method on the requested resource ({method} {what})",
-            {},
-        )
-    )
 
 
 def _parse_bool(name: str, value: str) -> bool:
@@ -548,9 +532,9 @@ class ApiHandler:
         if denied is not None:
             return denied
         if request.path != ADMIN_PATH:
-            return status_response(_not_found_path().status)
+            return status_response(path_not_found().status)
         if request.method != "POST":
-            return status_response(_method_not_allowed(request.method, ADMIN_PATH).status)
+            return status_response(method_not_allowed(request.method, ADMIN_PATH).status)
         try:
             body = decode(await request.read())
             if not isinstance(body, dict) or not isinstance(body.get("op"), str):
@@ -668,7 +652,7 @@ class ApiHandler:
                     return json_response(ENCODER.encode(body), content_type=AGGREGATED_V2)
                 return json_response(ENCODER.encode(api_versions(self.server_address())))
             if segments[1] != "v1":
-                raise _not_found_path()
+                raise path_not_found()
             if len(segments) == 2:
                 return self._discovery(api_resource_list(resources, "", "v1"))
             return await self._resource(request, method, "", "v1", segments[2:])
@@ -683,12 +667,12 @@ class ApiHandler:
             if len(segments) == 3:
                 return self._discovery(api_resource_list(resources, segments[1], segments[2]))
             return await self._resource(request, method, segments[1], segments[2], segments[3:])
-        raise _not_found_path()
+        raise path_not_found()
 
     @staticmethod
     def _discovery(document: dict[str, Any] | None) -> web.Response:
         if document is None:
-            raise _not_found_path()
+            raise path_not_found()
         return json_response(ENCODER.encode(document))
 
     async def _resource(
@@ -707,19 +691,19 @@ class ApiHandler:
             namespace = rest[1]
             rest = rest[2:]
         if not rest or len(rest) > 3:
-            raise _not_found_path()
+            raise path_not_found()
         bucket = self.store.by_gvr.get((group, version, rest[0]))
         if bucket is None:
-            raise _not_found_path()
+            raise path_not_found()
         info = bucket.info
         if namespace is not None and not info.namespaced:
-            raise _not_found_path()
+            raise path_not_found()
         name = rest[1] if len(rest) >= 2 else None
         subresource = rest[2] if len(rest) == 3 else None
         if name is not None and info.namespaced and namespace is None:
-            raise _not_found_path()
+            raise path_not_found()
         if subresource is not None and subresource not in info.subresources:
-            raise _not_found_path()
+            raise path_not_found()
         params = request.query
         if params.get("watch"):
             watch = _parse_bool("watch", params["watch"]) or watch
@@ -731,7 +715,7 @@ class ApiHandler:
                 return self._list(bucket, namespace, params, accept)
             if method == "POST":
                 if info.namespaced and namespace is None:
-                    raise _method_not_allowed(method, info.group_resource)
+                    raise method_not_allowed(method, info.group_resource)
                 self._allow(info, "create", method)
                 writer = _writer(request, "CreateOptions")
                 body = await self._body(request)
@@ -741,7 +725,7 @@ class ApiHandler:
             if method == "DELETE":
                 self._allow(info, "deletecollection", method)
                 return await self._delete_collection(request, bucket, namespace, params)
-            raise _method_not_allowed(method, info.group_resource)
+            raise method_not_allowed(method, info.group_resource)
         if method == "GET":
             if watch:
                 return await self._watch(request, bucket, namespace, params, accept, name)
@@ -817,7 +801,7 @@ class ApiHandler:
                 "details": details,
             }
             return json_response(ENCODER.encode(status))
-        raise _method_not_allowed(method, info.group_resource)
+        raise method_not_allowed(method, info.group_resource)
 
     async def _delete_options(self, request: web.BaseRequest) -> dict[str, Any]:
         """The request's ``DeleteOptions`` (body and query), checked."""
@@ -839,7 +823,7 @@ class ApiHandler:
     @staticmethod
     def _allow(info: ServedResource, verb: str, method: str) -> None:
         if verb not in info.verbs:
-            raise _method_not_allowed(method, info.group_resource)
+            raise method_not_allowed(method, info.group_resource)
 
     @staticmethod
     async def _body(

@@ -30,8 +30,8 @@ from typing import Any, Final
 from ...errors import failure_status
 from ._discovery import EMULATED_VERSION
 from ._resources import ServedResource
+from ._statuses import StatusError, path_not_found
 from ._store import ENCODER
-from ._validation import StatusError
 
 __all__ = [
     "FIELD_VALIDATION_VALUES",
@@ -256,12 +256,6 @@ def _not_acceptable() -> StatusError:
     )
 
 
-def _not_found() -> StatusError:
-    return StatusError(
-        failure_status(404, "NotFound", "the server could not find the requested resource", {})
-    )
-
-
 def openapi_response(
     resources: Iterable[ServedResource], segments: list[str], accept: str
 ) -> tuple[bytes, str]:
@@ -273,7 +267,7 @@ def openapi_response(
     if segments == ["openapi", "v2"]:
         return ENCODER.encode(v2_document(resources)), "application/json"
     if len(segments) < 2 or segments[1] != "v3":
-        raise _not_found()
+        raise path_not_found()
     served = {(info.group, info.version) for info in resources}
     if len(segments) == 2:
         paths = {}
@@ -289,9 +283,9 @@ def openapi_response(
     elif rest[0] == "apis" and len(rest) == 3:
         group, version = rest[1], rest[2]
     else:
-        raise _not_found()
+        raise path_not_found()
     if (group, version) not in served:
-        raise _not_found()
+        raise path_not_found()
     return ENCODER.encode(v3_document(resources, group, version)), "application/json"
 
 

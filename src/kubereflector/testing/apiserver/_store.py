@@ -29,15 +29,21 @@ from ...selectors import FieldSelector, LabelSelector
 from ._fields import ApplyConflict, FieldManagers
 from ._patch import PatchFailed, json_patch, merge_patch, strategic_merge_patch
 from ._resources import BUILTIN_RESOURCES, ServedResource
-from ._timestamps import timestamp
-from ._validation import (
+from ._statuses import (
     FieldError,
     StatusError,
+    already_exists,
     bad_request,
+    conflict,
+    expired,
     invalid,
-    validate_object,
-    validate_update,
+    invalid_resource_version,
+    not_found,
+    too_large,
+    too_old,
 )
+from ._timestamps import timestamp
+from ._validation import validate_object, validate_update
 
 ENCODER: Final = msgspec.json.Encoder()
 decode: Final = msgspec.json.decode
@@ -62,66 +68,6 @@ _CONTINUE_EXPIRED: Final = (
     "modified, or deleted between the time the first chunk was returned and now may "
     "show up in the list."
 )
-
-
-# -- Status objects ---------------------------------------------------------------------------
-
-
-def _details(info: ServedResource, name: str) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name}
-    if info.group:
-        details["group"] = info.group
-    details["kind"] = info.plural
-    return details
-
-
-def not_found(info: ServedResource, name: str) -> StatusError:
-    return StatusError(
-        failure_status(
-            404, "NotFound", f'{info.group_resource} "{name}" not found', _details(info, name)
-        )
-    )
-
-
-def conflict(info: ServedResource, name: str, why: str) -> StatusError:
-    return StatusError(
-        failure_status(
-            409,
-            "Conflict",
-            f'Operation cannot be fulfilled on {info.group_resource} "{name}": {why}',
-            _details(info, name),
-        )
-    )
-
-
-def expired(message: str, continue_: str | None = None) -> StatusError:
-    status = failure_status(410, "Expired", message)
-    if continue_:
-        status["metadata"] = {"continue": continue_}
-    return StatusError(status)
-
-
-def too_old(requested: int, oldest: int) -> dict[str, Any]:
-    """kube-apiserver's answer to a watch from a resourceVersion older than the
-    ``oldest`` its history still holds: a 410 Expired (the watcher relists)."""
-    return failure_status(410, "Expired", f"too old resource version: {requested} ({oldest})")
-
-
-def too_large(requested: int, current: int) -> dict[str, Any]:
-    """kube-apiserver's answer (v1.28) to a list or watch from a resourceVersion newer
-    than the ``current`` one: a 504 Timeout with a ResourceVersionTooLarge cause
-    (client-go's ``IsTooLargeResourceVersion``)."""
-    return failure_status(
-        504,
-        "Timeout",
-        f"Timeout: Too large resource version: {requested}, current: {current}",
-        {
-            "causes": [
-                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-            ],
-            "retryAfterSeconds": 1,
-        },
-    )
 
 
 # -- records and events -----------------------------------------------------------------------
@@ -347,23 +293,6 @@ class Query:
     @property
     def filtering(self) -> bool:
         return not (self.label_selector.empty and self.field_selector.empty)
-
-
-def invalid_resource_version(text: str, *, from_etcd: bool) -> dict[str, Any]:
-    """kube-apiserver's answer (v1.28) to a resourceVersion that is not a number: a
-    400 BadRequest for a list it sends to etcd (``from_etcd``: one with a
-    ``limit`` or ``resourceVersionMatch=Exact``), else (watches, lists from the
-    watch cache) a 500 with no reason."""
-    quoted = ENCODER.encode(text).decode()
-    invalid = (
-        f"resourceVersion: Invalid value: {quoted}: "
-        f"strconv.ParseUint: parsing {quoted}: invalid syntax"
-    )
-    if from_etcd:
-        return failure_status(400, "BadRequest", f"invalid resource version: {invalid}")
-    status = failure_status(500, "", invalid)
-    del status["reason"]  # kube sends none
-    return status
 
 
 def parse_rv(text: str, *, from_etcd: bool = False) -> int | None:
@@ -781,27 +710,14 @@ class Store:
         name = meta["name"]
         if info.namespaced:
             ns = meta["namespace"]
-            if ns not in self.buckets["namespaces"].objects:
-                raise StatusError(
-                    failure_status(
-                        404,
-                        "NotFound",
-                        f'namespaces "{ns}" not found',
-                        {"name": ns, "kind": "namespaces"},
-                    )
-                )
+            namespaces = self.buckets["namespaces"]
+            if ns not in namespaces.objects:
+                raise not_found(namespaces.info, ns)
             key = f"{ns}/{name}"
         else:
             key = name
         if key in bucket.objects:
-            raise StatusError(
-                failure_status(
-                    409,
-                    "AlreadyExists",
-                    f'{info.group_resource} "{name}" already exists',
-                    _details(info, name),
-                )
-            )
+            raise already_exists(info, name)
         meta["uid"] = str(uuid.uuid4())
         if info.generation:
             meta["generation"] = 1
