@@ -105,9 +105,10 @@ from ...clock import Clock, RealClock
 from ...errors import ApiError, error_from_status
 from ._crd import install as install_crds
 from ._http import ApiHandler, Faults
+from ._records import ENCODER, Record, copy_out, decode
 from ._resources import DEFAULT_VERBS, ServedResource
 from ._statuses import StatusError
-from ._store import ENCODER, Record, Store, copy_out, decode
+from ._store import Store
 from ._tls import make_server_tls
 
 __all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "main", "sample_pod"]
@@ -450,7 +451,7 @@ class ApiServerEmulator:
         """Copies of the current objects (of ``namespace``, or all), sorted by namespace/name."""
         self._check_thread()
         bucket = self._store.resolve(resource)
-        return [copy_out(r) for r in self._store.iter_namespace(bucket, namespace)]
+        return [copy_out(r) for r in bucket.iter_namespace(namespace)]
 
     def compact(self) -> None:
         """Forget all history: watches and continue tokens from before now get 410 Expired."""

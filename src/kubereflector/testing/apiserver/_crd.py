@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ._records import Bucket, Record
 from ._resources import DEFAULT_VERBS, ServedResource
 from ._statuses import FieldError, invalid
-from ._store import Bucket, Record, Store
+from ._store import Store
 from ._timestamps import timestamp
 
 __all__ = ["CRD_RESOURCE", "install"]

@@ -23,7 +23,7 @@ from aiohttp import web
 from ...cache.listwatch import INITIAL_EVENTS_END_ANNOTATION
 from ...clock import Clock
 from ...errors import failure_status
-from ...selectors import FieldSelector, LabelSelector
+from ...selectors import FieldSelector
 from ._discovery import (
     AGGREGATED_V2,
     EMULATED_VERSION,
@@ -34,9 +34,11 @@ from ._discovery import (
     api_versions,
 )
 from ._openapi import check_fields, openapi_response
+from ._queries import Query, matching, parse_bool, parse_query
+from ._records import ENCODER, Bucket, Event, Record, decode, event_line
 from ._resources import ServedResource
 from ._statuses import StatusError, bad_request, method_not_allowed, path_not_found
-from ._store import ENCODER, Bucket, Event, Query, Record, Store, WriteRequest, decode, event_line
+from ._store import Store, WriteRequest
 from ._tables import table_columns, table_row
 from ._timestamps import wall_now
 from ._validation import validate_options
@@ -207,48 +209,6 @@ def status_response(status: Mapping[str, Any]) -> web.Response:
     if retry:
         response.headers["Retry-After"] = str(retry)
     return response
-
-
-def _parse_bool(name: str, value: str) -> bool:
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise bad_request(f"invalid value for {name}: {value!r} is not a boolean")
-
-
-def _parse_int(name: str, value: str) -> int:
-    try:
-        return int(value, 10)
-    except ValueError:
-        raise bad_request(f"invalid value for {name}: {value!r} is not an integer") from None
-
-
-def parse_query(params: Mapping[str, str], *, watch: bool) -> Query:
-    query = Query(
-        resource_version=params.get("resourceVersion", ""),
-        resource_version_match=params.get("resourceVersionMatch", ""),
-        continue_=params.get("continue", ""),
-        watch=watch,
-    )
-    if params.get("limit"):
-        query.limit = max(0, _parse_int("limit", params["limit"]))
-    try:
-        if params.get("labelSelector"):
-            query.label_selector = LabelSelector.parse(params["labelSelector"])
-        if params.get("fieldSelector"):
-            query.field_selector = FieldSelector.parse(params["fieldSelector"])
-    except ValueError as exc:
-        raise bad_request(str(exc)) from None
-    if params.get("timeoutSeconds"):
-        query.timeout_seconds = _parse_int("timeoutSeconds", params["timeoutSeconds"])
-    if params.get("allowWatchBookmarks"):
-        query.allow_watch_bookmarks = _parse_bool(
-            "allowWatchBookmarks", params["allowWatchBookmarks"]
-        )
-    if params.get("sendInitialEvents"):
-        query.send_initial_events = _parse_bool("sendInitialEvents", params["sendInitialEvents"])
-    return query
 
 
 # -- watch streams ----------------------------------------------------------------------------
@@ -599,10 +559,12 @@ class ApiHandler:
             watcher.stall()
 
     def open_watches(self, resource: str | None = None) -> int:
-        if resource is None:
-            return sum(1 for w in self.watchers if not w.ended and not w.aborted)
-        bucket = self.store.resolve(resource)
-        return sum(1 for w in bucket.watchers if not w.ended and not w.aborted)
+        bucket = None if resource is None else self.store.resolve(resource)
+        return sum(
+            1
+            for w in self.watchers
+            if not w.ended and not w.aborted and (bucket is None or w.bucket is bucket)
+        )
 
     async def wait_for_watches(self, count: int, resource: str | None) -> None:
         loop = asyncio.get_running_loop()
@@ -706,7 +668,7 @@ class ApiHandler:
             raise path_not_found()
         params = request.query
         if params.get("watch"):
-            watch = _parse_bool("watch", params["watch"]) or watch
+            watch = parse_bool("watch", params["watch"]) or watch
         accept = request.headers.get("Accept", "")
         if name is None:
             if method == "GET":
@@ -754,7 +716,7 @@ class ApiHandler:
                         f"types include: {', '.join(_PATCH_TYPES)}",
                     )
                 )
-            force = _parse_bool("force", params["force"]) if "force" in params else None
+            force = parse_bool("force", params["force"]) if "force" in params else None
             writer = _writer(request, "PatchOptions", apply=patch_type == "apply", force=force)
             patch = await self._body(request, raw_json=patch_type != "apply")
             warnings = []
@@ -926,7 +888,7 @@ class ApiHandler:
         query = parse_query(params, watch=False)
         options = await self._delete_options(request)
         deleted = []
-        for record in self.store.matching(bucket, namespace, query):
+        for record in matching(bucket, namespace, query):
             final, _ = self.store.delete(
                 bucket,
                 record.namespace or None,

@@ -29,9 +29,9 @@ from typing import Any, Final
 
 from ...errors import failure_status
 from ._discovery import EMULATED_VERSION
+from ._records import ENCODER
 from ._resources import ServedResource
 from ._statuses import StatusError, path_not_found
-from ._store import ENCODER
 
 __all__ = [
     "FIELD_VALIDATION_VALUES",
