@@ -104,12 +104,14 @@ from ..._aio.signals import LoopStopSignals
 from ...clock import Clock, RealClock
 from ...errors import ApiError, error_from_status
 from ._crd import install as install_crds
-from ._http import ApiHandler, Faults
+from ._faults import Faults
+from ._handler import ApiHandler
 from ._records import ENCODER, Record, copy_out, decode
 from ._resources import DEFAULT_VERBS, ServedResource
 from ._statuses import StatusError
 from ._store import Store
 from ._tls import make_server_tls
+from ._watch import Watches
 
 __all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "main", "sample_pod"]
 
@@ -167,12 +169,17 @@ class ApiServerEmulator:
         )
         install_crds(self._store)
         self._faults = Faults()
+        self._watches = Watches(
+            store=self._store,
+            clock=self.clock,
+            faults=self._faults,
+            bookmark_interval=bookmark_interval,
+        )
         self._handler = ApiHandler(
             store=self._store,
             faults=self._faults,
-            clock=self.clock,
+            watches=self._watches,
             token=self._token,
-            bookmark_interval=bookmark_interval,
             server_address=lambda: f"{self._url_host()}:{self._port}",
             restart=self._bounce,
         )
@@ -224,7 +231,7 @@ class ApiServerEmulator:
         runner, self._runner = self._runner, None
         if runner is None:
             return
-        self._handler.drop_watches(abrupt=False)
+        self._watches.drop(abrupt=False)
         await runner.cleanup()
         self._web_server = None
         self._owner = None
@@ -242,7 +249,7 @@ class ApiServerEmulator:
         runner, server = self._runner, self._web_server
         if runner is None or server is None:
             raise RuntimeError("the emulator is not running")
-        self._handler.drop_watches(abrupt=True)
+        self._watches.drop(abrupt=True)
         for site in list(runner.sites):
             await site.stop()
         for connection in server.connections:
@@ -473,7 +480,7 @@ class ApiServerEmulator:
         the connection instead of finishing the stream (the client sees a broken
         chunked response)."""
         self._check_thread()
-        self._handler.drop_watches(abrupt=abrupt)
+        self._watches.drop(abrupt=abrupt)
 
     def fail_next(
         self,
@@ -496,15 +503,13 @@ class ApiServerEmulator:
         while its connection stays open, as a dead connection would. Watches opened
         later are unaffected."""
         self._check_thread()
-        self._handler.stall_watches()
+        self._watches.stall()
 
     def slow_streams(self, delay_per_event: float | None) -> None:
         """Wait ``delay_per_event`` seconds (on the clock) before writing each watch
         event; ``None`` or 0 restores full speed."""
         self._check_thread()
-        if delay_per_event is not None and delay_per_event < 0:
-            raise ValueError(f"delay_per_event must be >= 0 (got {delay_per_event})")
-        self._faults.slow_delay = delay_per_event or None
+        self._faults.slow_streams(delay_per_event)
 
     def corrupt_resource_versions(self, count: int, value: Any) -> None:
         """Send ``value`` as the ``metadata.resourceVersion`` of the next ``count``
@@ -519,18 +524,18 @@ class ApiServerEmulator:
         """Cancel ``fail_next``, ``slow_streams`` and ``corrupt_resource_versions``
         (stalled streams stay stalled)."""
         self._check_thread()
-        self._handler.apply_fault("reset", {})
+        self._faults.reset()
 
     # -- introspection ------------------------------------------------------------------------
 
     def open_watches(self, resource: str | None = None) -> int:
         """How many watch streams are open (of ``resource``, or all), stalled ones included."""
-        return self._handler.open_watches(resource)
+        return self._watches.count(resource)
 
     async def wait_for_watches(self, count: int = 1, resource: str | None = None) -> None:
         """Return once at least ``count`` watches (of ``resource``) are open and
         registered: events written after this reach them."""
-        await self._handler.wait_for_watches(count, resource)
+        await self._watches.wait_for(count, resource)
 
     @property
     def requests(self) -> list[tuple[str, str]]:

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from ...errors import failure_status
 from ._discovery import EMULATED_VERSION
+from ._negotiation import accepts_json
 from ._records import ENCODER
 from ._resources import ServedResource
 from ._statuses import StatusError, path_not_found
@@ -236,16 +237,6 @@ def v2_document(resources: Iterable[ServedResource]) -> dict[str, Any]:
     return {"swagger": "2.0", "info": _info(), "paths": paths, "definitions": definitions}
 
 
-def _accepts_json(accept: str) -> bool:
-    if not accept.strip():
-        return True
-    for part in accept.split(","):
-        media = part.split(";")[0].strip().lower()
-        if media in ("application/json", "application/*", "*/*"):
-            return True
-    return False
-
-
 def _not_acceptable() -> StatusError:
     return StatusError(
         failure_status(
@@ -262,7 +253,7 @@ def openapi_response(
     """The body and content type for ``GET /openapi/...`` (``segments`` start with
     ``"openapi"``). Raises :class:`StatusError` (404 unknown path, 406 no JSON)."""
     resources = list(resources)
-    if not _accepts_json(accept):
+    if not accepts_json(accept):
         raise _not_acceptable()
     if segments == ["openapi", "v2"]:
         return ENCODER.encode(v2_document(resources)), "application/json"

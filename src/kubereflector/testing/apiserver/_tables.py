@@ -13,10 +13,15 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from ..._jsonpath import json_path
-from ._resources import ServedResource
+import msgspec
 
-__all__ = ["table_columns", "table_row"]
+from ..._jsonpath import json_path
+from ._records import Record
+from ._resources import ServedResource
+from ._statuses import bad_request
+from ._timestamps import wall_now
+
+__all__ = ["row_object", "table", "table_columns", "table_row"]
 
 
 def _column(
@@ -172,6 +177,41 @@ def table_row(
     if row_object is not None:
         row["object"] = row_object
     return row
+
+
+def table(
+    info: ServedResource,
+    records: list[Record],
+    rv: int,
+    continue_: str,
+    include_object: str,
+) -> dict[str, Any]:
+    """The Table of ``records`` (a list's page at ``rv``, with its ``continue_`` token,
+    or one object); ``include_object``: the request's ``includeObject`` (400 unless
+    ``None``, ``Metadata`` or ``Object``)."""
+    if include_object not in ("None", "Metadata", "Object"):
+        raise bad_request(f"includeObject: Unsupported value: {include_object!r}")
+    now = wall_now()
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if continue_:
+        meta["continue"] = continue_
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": meta,
+        "columnDefinitions": table_columns(info),
+        "rows": [table_row(info, r.obj, row_object(r, include_object), now) for r in records],
+    }
+
+
+def row_object(record: Record, include_object: str) -> Any:
+    """What a row carries of ``record`` for ``includeObject`` (``None``, ``Metadata``: a
+    PartialObjectMetadata, the default; ``Object``: the whole object)."""
+    if include_object == "None":
+        return None
+    if include_object == "Object":
+        return msgspec.Raw(record.full())
+    return msgspec.Raw(record.meta_json())
 
 
 def _count(value: Any) -> int:
