@@ -20,8 +20,7 @@ __all__ = ["ApiServerEmulator", "FakeClock", "FakeControllerSource", "settle"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: keeps aiohttp out of plain imports, and lets `python -m
-    # kubereflector.testing.apiserver` run without the module being imported twice.
+    # Lazy: keeps aiohttp out of plain imports.
     if name == "ApiServerEmulator":
         from .apiserver import ApiServerEmulator
 
