@@ -253,6 +253,9 @@ def _decode_continue(token: str) -> tuple[int, str]:
 
 @dataclass(slots=True)
 class ListPage:
+    """One page of a list: its objects, the resourceVersion it shows, the continue
+    token for the next page and ``remainingItemCount`` (``None``: not told)."""
+
     records: list[Record]
     rv: int
     continue_: str = ""
@@ -337,7 +340,9 @@ def list_page(bucket: Bucket, namespace: str | None, query: Query, current: int)
 def plan_watch(bucket: Bucket, namespace: str | None, query: Query, current: int) -> WatchPlan:
     """Where a watch of ``bucket`` (whose history is pruned) starts at the ``current``
     resourceVersion and what it sends first (kube's cacher semantics). ``query`` is
-    validated already; a failure the watch must report is in the plan's ``error``."""
+    validated already. A watch that cannot start where asked (410, 504) has the
+    Status in the plan's ``error``; a resourceVersion that is not a number raises
+    :class:`~._statuses.StatusError`."""
     send_initial = query.send_initial_events
     if (
         send_initial is None
