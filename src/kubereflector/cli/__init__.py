@@ -8,7 +8,8 @@
     kubereflector get RESOURCE [-n NS] [-A] [-l SELECTOR] [-o table|wide|name|names|json|yaml]
                       [--timeout DURATION] [-w]
     kubereflector emulator [--host H] [--port N] [--write-kubeconfig PATH] [--seed-pods N]
-                           [--no-tls] [--no-auth]
+                           [--no-tls] [--token T | --no-auth] [--bookmark-interval S]
+                           [--history-limit N]
     kubereflector demo [--duration S] [--forever]
 
 ``watch`` runs a :class:`~kubereflector.SharedIndexInformer` for a resource

@@ -2,8 +2,9 @@
 an HTTP API server emulator.
 
 Public and typed: use them to test your own controllers without a cluster.
-:class:`ApiServerEmulator` is imported on first use, so importing this package
-does not load the HTTP stack.
+:class:`FakeControllerSource` and :class:`ApiServerEmulator` are imported on
+first use, so importing this package (or the emulator's command-line options)
+loads neither the emulator's store nor the HTTP stack.
 """
 
 from __future__ import annotations
@@ -11,19 +12,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .clock import FakeClock, settle
-from .fake_source import FakeControllerSource
 
 if TYPE_CHECKING:
     from .apiserver import ApiServerEmulator
+    from .fake_source import FakeControllerSource
 
 __all__ = ["ApiServerEmulator", "FakeClock", "FakeControllerSource", "settle"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: keeps aiohttp out of plain imports, and lets `python -m
-    # kubereflector.testing.apiserver` run without the module being imported twice.
+    # Lazy: keeps the emulator's store and aiohttp out of plain imports.
     if name == "ApiServerEmulator":
         from .apiserver import ApiServerEmulator
 
         return ApiServerEmulator
+    if name == "FakeControllerSource":
+        from .fake_source import FakeControllerSource
+
+        return FakeControllerSource
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

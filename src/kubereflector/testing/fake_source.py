@@ -59,7 +59,7 @@ from ..cache.listwatch import (
 )
 from ..clock import Clock, RealClock
 from ..errors import ApiError, ExpiredError, error_from_status
-from .apiserver._store import invalid_resource_version, too_large, too_old
+from .apiserver._statuses import invalid_resource_version, too_large, too_old
 from .apiserver._watch_timer import run_watch_timer
 
 __all__ = ["FakeControllerSource"]

@@ -20,13 +20,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ._resources import DEFAULT_VERBS, ResourceInfo, timestamp
-from ._store import Bucket, Record, Store
-from ._validation import FieldError, invalid
+from ._records import Bucket, Record
+from ._resources import DEFAULT_VERBS, ServedResource
+from ._statuses import FieldError, invalid
+from ._store import Store
+from ._timestamps import timestamp
 
 __all__ = ["CRD_RESOURCE", "install"]
 
-CRD_RESOURCE: Final = ResourceInfo(
+CRD_RESOURCE: Final = ServedResource(
     "apiextensions.k8s.io",
     "v1",
     "customresourcedefinitions",
@@ -50,7 +52,7 @@ def install(store: Store) -> None:
         if bucket.info is not CRD_RESOURCE:
             return
         previous = served.pop(record.name, None)
-        info = None if event_type == "DELETED" else _resource_info(record.obj)
+        info = None if event_type == "DELETED" else _served_resource(record.obj)
         if previous is not None:
             current = store.buckets.get(previous)
             if info is not None and current is not None and _same_gvr(current.info, info):
@@ -66,7 +68,7 @@ def install(store: Store) -> None:
     store.observers.append(observe)
 
 
-def _same_gvr(a: ResourceInfo, b: ResourceInfo) -> bool:
+def _same_gvr(a: ServedResource, b: ServedResource) -> bool:
     return (a.group, a.version, a.plural) == (b.group, b.version, b.plural)
 
 
@@ -75,14 +77,14 @@ def _storage_version(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return next((v for v in versions if v.get("storage")), None)
 
 
-def _resource_info(crd: Mapping[str, Any]) -> ResourceInfo:
+def _served_resource(crd: Mapping[str, Any]) -> ServedResource:
     spec = crd["spec"]
     names = spec["names"]
     version = _storage_version(spec)
     assert version is not None  # admitted
     schema = (version.get("schema") or {}).get("openAPIV3Schema")
     subresources = version.get("subresources") or {}
-    return ResourceInfo(
+    return ServedResource(
         spec["group"],
         version["name"],
         names["plural"],

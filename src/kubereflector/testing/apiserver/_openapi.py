@@ -28,9 +28,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ...errors import failure_status
-from ._resources import EMULATED_VERSION, ResourceInfo
-from ._store import ENCODER
-from ._validation import StatusError
+from ._discovery import EMULATED_VERSION
+from ._negotiation import accepts_json
+from ._records import ENCODER
+from ._resources import ServedResource
+from ._statuses import StatusError, path_not_found
 
 __all__ = [
     "FIELD_VALIDATION_VALUES",
@@ -72,7 +74,7 @@ _PATCH_TYPES: Final = ("application/json-patch+json", "application/merge-patch+j
 # -- validation -----------------------------------------------------------------------------
 
 
-def _top_level_fields(info: ResourceInfo) -> frozenset[str] | None:
+def _top_level_fields(info: ServedResource) -> frozenset[str] | None:
     """The fields ``info``'s objects may have besides apiVersion/kind/metadata
     (``None``: any)."""
     if info.builtin:
@@ -88,7 +90,7 @@ def _top_level_fields(info: ResourceInfo) -> frozenset[str] | None:
     return frozenset(properties)
 
 
-def unknown_fields(info: ResourceInfo, obj: Any) -> list[str]:
+def unknown_fields(info: ServedResource, obj: Any) -> list[str]:
     """The paths of the fields in ``obj`` (an object, or a merge patch of one) that
     ``info``'s kind does not have, as kube's strict decoding names them
     (``"foo"``, ``"metadata.foo"``). Keys starting with ``$`` (patch directives) pass."""
@@ -120,18 +122,18 @@ def _gv_key(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
-def _definition_name(info: ResourceInfo) -> str:
+def _definition_name(info: ServedResource) -> str:
     package = _BUILTIN_PACKAGES.get(info.group) if info.builtin else None
     if package is None:
         package = ".".join(reversed(info.group.split(".")))
     return f"{package}.{info.version}.{info.kind}"
 
 
-def _gvk(info: ResourceInfo, kind: str | None = None) -> dict[str, str]:
+def _gvk(info: ServedResource, kind: str | None = None) -> dict[str, str]:
     return {"group": info.group, "version": info.version, "kind": kind or info.kind}
 
 
-def _schema(info: ResourceInfo, ref_prefix: str) -> dict[str, Any]:
+def _schema(info: ServedResource, ref_prefix: str) -> dict[str, Any]:
     base: dict[str, Any] = dict(info.openapi_schema) if info.openapi_schema else {}
     properties = dict(base.get("properties") or {})
     if not properties and not info.openapi_schema:
@@ -151,7 +153,7 @@ def _schema(info: ResourceInfo, ref_prefix: str) -> dict[str, Any]:
     return base
 
 
-def _operations(info: ResourceInfo, *, v3: bool) -> dict[str, dict[str, dict[str, Any]]]:
+def _operations(info: ServedResource, *, v3: bool) -> dict[str, dict[str, dict[str, Any]]]:
     """``{path: {method: operation}}`` for one resource."""
     ref = "#/components/schemas/" if v3 else "#/definitions/"
     body_ref = {"$ref": f"{ref}{_definition_name(info)}"}
@@ -214,7 +216,7 @@ def _info() -> dict[str, str]:
     }
 
 
-def v3_document(resources: Iterable[ResourceInfo], group: str, version: str) -> dict[str, Any]:
+def v3_document(resources: Iterable[ServedResource], group: str, version: str) -> dict[str, Any]:
     """The OpenAPI 3.0 document of one group-version (empty paths if none is served)."""
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {_OBJECT_META: {"type": "object"}}
@@ -225,7 +227,7 @@ def v3_document(resources: Iterable[ResourceInfo], group: str, version: str) -> 
     return {"openapi": "3.0.0", "info": _info(), "paths": paths, "components": {"schemas": schemas}}
 
 
-def v2_document(resources: Iterable[ResourceInfo]) -> dict[str, Any]:
+def v2_document(resources: Iterable[ServedResource]) -> dict[str, Any]:
     """The Swagger 2.0 document of everything served."""
     paths: dict[str, Any] = {}
     definitions: dict[str, Any] = {_OBJECT_META: {"type": "object"}}
@@ -233,16 +235,6 @@ def v2_document(resources: Iterable[ResourceInfo]) -> dict[str, Any]:
         paths.update(_operations(info, v3=False))
         definitions[_definition_name(info)] = _schema(info, "#/definitions/")
     return {"swagger": "2.0", "info": _info(), "paths": paths, "definitions": definitions}
-
-
-def _accepts_json(accept: str) -> bool:
-    if not accept.strip():
-        return True
-    for part in accept.split(","):
-        media = part.split(";")[0].strip().lower()
-        if media in ("application/json", "application/*", "*/*"):
-            return True
-    return False
 
 
 def _not_acceptable() -> StatusError:
@@ -255,24 +247,18 @@ def _not_acceptable() -> StatusError:
     )
 
 
-def _not_found() -> StatusError:
-    return StatusError(
-        failure_status(404, "NotFound", "the server could not find the requested resource", {})
-    )
-
-
 def openapi_response(
-    resources: Iterable[ResourceInfo], segments: list[str], accept: str
+    resources: Iterable[ServedResource], segments: list[str], accept: str
 ) -> tuple[bytes, str]:
     """The body and content type for ``GET /openapi/...`` (``segments`` start with
     ``"openapi"``). Raises :class:`StatusError` (404 unknown path, 406 no JSON)."""
     resources = list(resources)
-    if not _accepts_json(accept):
+    if not accepts_json(accept):
         raise _not_acceptable()
     if segments == ["openapi", "v2"]:
         return ENCODER.encode(v2_document(resources)), "application/json"
     if len(segments) < 2 or segments[1] != "v3":
-        raise _not_found()
+        raise path_not_found()
     served = {(info.group, info.version) for info in resources}
     if len(segments) == 2:
         paths = {}
@@ -288,13 +274,13 @@ def openapi_response(
     elif rest[0] == "apis" and len(rest) == 3:
         group, version = rest[1], rest[2]
     else:
-        raise _not_found()
+        raise path_not_found()
     if (group, version) not in served:
-        raise _not_found()
+        raise path_not_found()
     return ENCODER.encode(v3_document(resources, group, version)), "application/json"
 
 
-def check_fields(info: ResourceInfo, obj: Any, directive: str) -> list[str]:
+def check_fields(info: ServedResource, obj: Any, directive: str) -> list[str]:
     """Server-side field validation of a write's body (``directive``: the request's
     ``fieldValidation``; empty means kube's default, Warn). Returns the warnings to
     send (``Warn``); raises :class:`StatusError` 400 for unknown fields under

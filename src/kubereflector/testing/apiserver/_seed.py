@@ -1,23 +1,75 @@
-"""Pods that look like a small real cluster's, for ``kubereflector emulator --seed-pods``.
+"""Sample objects: :func:`sample_pod` (one realistic pod) and :func:`cluster_pods` (pods
+that look like a small real cluster's, for ``--seed-pods``).
 
-Private to :mod:`kubereflector.testing`. Deterministic: the same ``count`` gives the
-same pods (names, labels, nodes, phases, container statuses), so the quick start
-and the examples show the same thing on every run.
+Private to :mod:`kubereflector.testing.apiserver` (which re-exports
+:func:`sample_pod`). Deterministic: the same ``count`` gives the same pods (names,
+labels, nodes, phases, container statuses), so the quick start and the examples
+show the same thing on every run.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from . import sample_pod
-from ._resources import timestamp, wall_now
+from ._timestamps import timestamp, wall_now
 
-__all__ = ["NODES", "cluster_pods"]
+__all__ = ["NODES", "cluster_pods", "sample_pod"]
 
 NODES: Final = ("node-a", "node-b", "node-c")
+
+
+def sample_pod(
+    name: str,
+    namespace: str = "default",
+    *,
+    labels: Mapping[str, str] | None = None,
+    node_name: str | None = None,
+    annotation_bytes: int = 0,
+) -> dict[str, Any]:
+    """A realistic pod (about 2.5 KB of JSON; ``annotation_bytes`` adds an annotation
+    of that size) for seeding and benchmarks."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": dict(labels) if labels is not None else {"app": "sample", "tier": "web"},
+        "annotations": {"kubereflector.example/owner": "emulator"},
+    }
+    if annotation_bytes > 0:
+        meta["annotations"]["kubereflector.example/padding"] = "x" * annotation_bytes
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "app",
+                "image": "registry.example/app:1.2.3",
+                "args": ["--port=8080", "--log-level=info"],
+                "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                "env": [{"name": f"SETTING_{i}", "value": f"value-{i}"} for i in range(8)],
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "128Mi"},
+                    "limits": {"cpu": "500m", "memory": "256Mi"},
+                },
+                "readinessProbe": {
+                    "httpGet": {"path": "/ready", "port": 8080, "scheme": "HTTP"},
+                    "periodSeconds": 10,
+                },
+                "volumeMounts": [{"name": "config", "mountPath": "/etc/app", "readOnly": True}],
+                "terminationMessagePath": "/dev/termination-log",
+                "imagePullPolicy": "IfNotPresent",
+            }
+        ],
+        "volumes": [{"name": "config", "configMap": {"name": "app-config", "defaultMode": 420}}],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "serviceAccountName": "default",
+        "schedulerName": "default-scheduler",
+    }
+    if node_name is not None:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
 @dataclass(frozen=True, slots=True)

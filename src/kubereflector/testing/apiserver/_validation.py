@@ -1,22 +1,21 @@
-"""The emulator's validation: ``Status`` errors, and the checks kube-apiserver makes on
-objects and write options before it stores anything.
+"""The emulator's validation: the checks kube-apiserver makes on objects and write
+options before it stores anything.
 
 Private to :mod:`kubereflector.testing.apiserver`. Pure functions; each raises
-:class:`StatusError` with the Status kube would answer.
+:class:`~._statuses.StatusError` with the 422 Invalid kube would answer.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
 
-from ...errors import failure_status
 from ...selectors import _label_key_error, _label_value_error
-from ._resources import ResourceInfo
+from ._resources import ServedResource
+from ._statuses import FieldError, invalid
 
 _encode: Final = msgspec.json.encode
 
@@ -28,64 +27,6 @@ _FIELD_MANAGER_MAX: Final = 128
 _EVENT_TEXT_MAX: Final = 128
 _EVENT_NOTE_MAX: Final = 1024
 _PROPAGATION_POLICIES: Final = ("Foreground", "Background", "Orphan")
-
-
-class StatusError(Exception):
-    """A request failed with the Kubernetes ``Status`` object ``status``."""
-
-    def __init__(self, status: dict[str, Any]) -> None:
-        self.status = status
-        super().__init__(f"{status.get('code')} {status.get('reason')}: {status.get('message')}")
-
-
-def bad_request(message: str) -> StatusError:
-    return StatusError(failure_status(400, "BadRequest", message))
-
-
-@dataclass(frozen=True, slots=True)
-class FieldError:
-    """One entry of a 422 Invalid (``field.Error``)."""
-
-    field: str
-    type: str  # "Forbidden" | "Required" | "Invalid" | "NotSupported" | "TooLong"
-    detail: str
-    value: Any = None
-
-    def text(self) -> str:
-        if self.type == "Forbidden":
-            return f"Forbidden: {self.detail}"
-        if self.type == "Required":
-            return f"Required value: {self.detail}" if self.detail else "Required value"
-        if self.type == "NotSupported":
-            return f'Unsupported value: "{self.value}": supported values: {self.detail}'
-        if self.type == "TooLong":
-            return f"Too long: {self.detail}"
-        return f"Invalid value: {_encode(self.value).decode()}: {self.detail}"
-
-    def cause(self) -> dict[str, Any]:
-        reason = {
-            "Forbidden": "FieldValueForbidden",
-            "Required": "FieldValueRequired",
-            "NotSupported": "FieldValueNotSupported",
-            "TooLong": "FieldValueTooLong",
-        }.get(self.type, "FieldValueInvalid")
-        return {"reason": reason, "message": self.text(), "field": self.field}
-
-
-def invalid(kind: str, name: str, errors: Sequence[FieldError], group: str = "") -> StatusError:
-    texts = [f"{e.field}: {e.text()}" for e in errors]
-    joined = texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]"
-    subject = f"{kind}.{group}" if group else kind
-    details: dict[str, Any] = {}
-    if name:
-        details["name"] = name
-    if group:
-        details["group"] = group
-    details["kind"] = kind
-    details["causes"] = [e.cause() for e in errors]
-    return StatusError(
-        failure_status(422, "Invalid", f'{subject} "{name}" is invalid: {joined}', details)
-    )
 
 
 # -- write options ------------------------------------------------------------------------------
@@ -130,7 +71,7 @@ def validate_options(
 # -- objects ------------------------------------------------------------------------------------
 
 
-def validate_object(info: ResourceInfo, obj: Mapping[str, Any]) -> None:
+def validate_object(info: ServedResource, obj: Mapping[str, Any]) -> None:
     """kube's create validation of ``obj`` (its metadata, and what the resource
     checks itself); 422 Invalid listing every problem."""
     errors = _meta_errors(info, obj["metadata"])
@@ -139,7 +80,7 @@ def validate_object(info: ResourceInfo, obj: Mapping[str, Any]) -> None:
         raise invalid(info.kind, obj["metadata"].get("name") or "", errors, info.group)
 
 
-def validate_update(info: ResourceInfo, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+def validate_update(info: ServedResource, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
     """kube's update validation (what create checks, what may not change, and no new
     finalizers on an object being deleted); 422 Invalid."""
     meta = new["metadata"]
@@ -163,7 +104,7 @@ def validate_update(info: ResourceInfo, old: Mapping[str, Any], new: Mapping[str
         raise invalid(info.kind, meta.get("name") or "", errors, info.group)
 
 
-def _meta_errors(info: ResourceInfo, meta: Mapping[str, Any]) -> list[FieldError]:
+def _meta_errors(info: ServedResource, meta: Mapping[str, Any]) -> list[FieldError]:
     name = meta.get("name") or ""
     errors: list[FieldError] = []
     label_name = info.plural == "namespaces" and info.builtin

@@ -1,0 +1,279 @@
+"""The verbs on a resource's paths, but watch (:mod:`._watch`): how each request
+becomes a store call and its answer. On a collection: list (``GET``), create
+(``POST``), deletecollection (``DELETE``); on an object or its subresource: get,
+update (``PUT``), patch and server-side apply (``PATCH``), delete.
+
+Private to :mod:`kubereflector.testing.apiserver`. Event loop only. Each function
+raises :class:`~._statuses.StatusError` for the handler to answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from aiohttp import web
+
+from ...errors import failure_status
+from ._negotiation import (
+    PATCH_TYPES,
+    json_response,
+    negotiate,
+    not_acceptable,
+    patch_type,
+    read_body,
+    with_warnings,
+)
+from ._openapi import check_fields
+from ._queries import matching, parse_bool, parse_query
+from ._records import ENCODER, Bucket, Record
+from ._resources import ServedResource
+from ._statuses import StatusError, bad_request, method_not_allowed
+from ._store import Store, WriteRequest
+from ._tables import table
+from ._validation import validate_options
+
+__all__ = ["require_verb", "serve_collection", "serve_object"]
+
+_MANAGER_MAX: Final = 128
+
+
+def require_verb(info: ServedResource, verb: str, method: str) -> None:
+    """405 unless ``info`` serves ``verb`` (requested with ``method``)."""
+    if verb not in info.verbs:
+        raise method_not_allowed(method, info.group_resource)
+
+
+async def serve_collection(
+    store: Store, request: web.BaseRequest, bucket: Bucket, namespace: str | None
+) -> web.Response:
+    """List, create or deletecollection on ``bucket``'s collection (in ``namespace``)."""
+    info = bucket.info
+    method = request.method
+    params = request.query
+    if method == "GET":
+        return _list(store, bucket, namespace, params, request.headers.get("Accept", ""))
+    if method == "POST":
+        if info.namespaced and namespace is None:
+            raise method_not_allowed(method, info.group_resource)
+        require_verb(info, "create", method)
+        writer = _writer(request, "CreateOptions")
+        body = await read_body(request)
+        warnings = check_fields(info, body, params.get("fieldValidation", ""))
+        record = store.create(bucket, body, namespace, request=writer)
+        return with_warnings(json_response(record.full(), 201), warnings)
+    if method == "DELETE":
+        require_verb(info, "deletecollection", method)
+        return await _delete_collection(store, request, bucket, namespace)
+    raise method_not_allowed(method, info.group_resource)
+
+
+async def serve_object(
+    store: Store,
+    request: web.BaseRequest,
+    bucket: Bucket,
+    namespace: str | None,
+    name: str,
+    subresource: str | None,
+) -> web.Response:
+    """Get, update, patch (or apply) or delete the object ``name`` of ``bucket`` (in
+    ``namespace``), or its ``subresource``."""
+    info = bucket.info
+    method = request.method
+    params = request.query
+    if method == "GET":
+        require_verb(info, "get", method)
+        record = store.get(bucket, namespace, name)
+        return _one(record, request.headers.get("Accept", ""), info)
+    if method == "PUT":
+        require_verb(info, "update", method)
+        writer = _writer(request, "UpdateOptions")
+        body = await read_body(request)
+        warnings = check_fields(info, body, params.get("fieldValidation", ""))
+        record = store.update(
+            bucket, namespace, name, body, subresource=subresource, request=writer
+        )
+        return with_warnings(json_response(record.full()), warnings)
+    if method == "PATCH":
+        require_verb(info, "patch", method)
+        return await _patch(store, request, bucket, namespace, name, subresource)
+    if method == "DELETE" and subresource is None:
+        require_verb(info, "delete", method)
+        return await _delete(store, request, bucket, namespace, name)
+    raise method_not_allowed(method, info.group_resource)
+
+
+def _one(record: Record, accept: str, info: ServedResource) -> web.Response:
+    mode = negotiate(accept, "object")
+    if mode is None:
+        raise not_acceptable()
+    if mode == "json":
+        return json_response(record.full())
+    if mode == "meta":
+        return json_response(record.meta_json())
+    return json_response(ENCODER.encode(table(info, [record], record.rv, "", "Metadata")))
+
+
+def _list(
+    store: Store, bucket: Bucket, namespace: str | None, params: Mapping[str, str], accept: str
+) -> web.Response:
+    info = bucket.info
+    require_verb(info, "list", "GET")
+    mode = negotiate(accept, "list")
+    if mode is None:
+        raise not_acceptable()
+    query = parse_query(params, watch=False)
+    page = store.list_page(bucket, namespace, query)
+    if mode == "table":
+        include = params.get("includeObject", "Metadata")
+        return json_response(
+            ENCODER.encode(table(info, page.records, page.rv, page.continue_, include))
+        )
+    meta: dict[str, Any] = {"resourceVersion": str(page.rv)}
+    if page.continue_:
+        meta["continue"] = page.continue_
+    if page.remaining is not None:
+        meta["remainingItemCount"] = page.remaining
+    if mode == "meta":
+        head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
+        items = b",".join([r.meta_json() for r in page.records])
+    else:
+        head = _list_head(info)
+        if info.builtin:  # kube-apiserver sends built-in list items without kind/apiVersion
+            items = b",".join([r.body for r in page.records])
+        else:
+            items = b",".join([r.full() for r in page.records])
+    return json_response(head + ENCODER.encode(meta) + b',"items":[' + items + b"]}")
+
+
+async def _patch(
+    store: Store,
+    request: web.BaseRequest,
+    bucket: Bucket,
+    namespace: str | None,
+    name: str,
+    subresource: str | None,
+) -> web.Response:
+    info = bucket.info
+    params = request.query
+    kind = patch_type(request)
+    if kind is None or (kind == "strategic" and not info.builtin):
+        raise StatusError(
+            failure_status(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format - accepted media "
+                f"types include: {', '.join(PATCH_TYPES)}",
+            )
+        )
+    force = parse_bool("force", params["force"]) if "force" in params else None
+    writer = _writer(request, "PatchOptions", apply=kind == "apply", force=force)
+    patch = await read_body(request, raw_json=kind != "apply")
+    warnings = []
+    if kind != "json":  # merge, strategic and apply bodies have the object's shape
+        warnings = check_fields(info, patch, params.get("fieldValidation", ""))
+    if kind == "apply":
+        existed = store.exists(bucket, namespace, name)
+        record = store.apply(
+            bucket,
+            namespace,
+            name,
+            patch,
+            request=writer,
+            force=bool(force),
+            subresource=subresource,
+        )
+        return with_warnings(json_response(record.full(), 200 if existed else 201), warnings)
+    record = store.patch(
+        bucket, namespace, name, kind, patch, subresource=subresource, request=writer
+    )
+    return with_warnings(json_response(record.full()), warnings)
+
+
+async def _delete(
+    store: Store, request: web.BaseRequest, bucket: Bucket, namespace: str | None, name: str
+) -> web.Response:
+    info = bucket.info
+    options = await _delete_options(request)
+    record, gone = store.delete(
+        bucket,
+        namespace,
+        name,
+        options.get("preconditions"),
+        dry_run=bool(options.get("dryRun")),
+    )
+    if not gone or info.return_deleted_object:
+        return json_response(record.full())
+    details: dict[str, Any] = {"name": name}
+    if info.group:
+        details["group"] = info.group
+    details["kind"] = info.plural
+    details["uid"] = record.obj["metadata"].get("uid", "")
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }
+    return json_response(ENCODER.encode(status))
+
+
+async def _delete_collection(
+    store: Store, request: web.BaseRequest, bucket: Bucket, namespace: str | None
+) -> web.Response:
+    query = parse_query(request.query, watch=False)
+    options = await _delete_options(request)
+    deleted = []
+    for record in matching(bucket, namespace, query):
+        final, _ = store.delete(
+            bucket,
+            record.namespace or None,
+            record.name,
+            options.get("preconditions"),
+            dry_run=bool(options["dryRun"]),
+        )
+        deleted.append(final)
+    info = bucket.info
+    head = _list_head(info)
+    meta = {"resourceVersion": str(store.rv)}
+    items = b",".join([r.body if info.builtin else r.full() for r in deleted])
+    return json_response(head + ENCODER.encode(meta) + b',"items":[' + items + b"]}")
+
+
+async def _delete_options(request: web.BaseRequest) -> dict[str, Any]:
+    """The request's ``DeleteOptions`` (body and query), checked."""
+    options = await read_body(request, optional=True)
+    if not isinstance(options, dict):
+        raise bad_request("the body of a delete is a DeleteOptions object")
+    params = request.query
+    dry_run = options.get("dryRun") or params.getall("dryRun", [])
+    if not isinstance(dry_run, list) or not all(isinstance(v, str) for v in dry_run):
+        raise bad_request("dryRun is a list of strings")
+    options["dryRun"] = dry_run
+    policy = options.get("propagationPolicy", params.get("propagationPolicy"))
+    validate_options("DeleteOptions", dry_run=dry_run, propagation_policy=policy)
+    preconditions = options.get("preconditions")
+    if preconditions is not None and not isinstance(preconditions, dict):
+        raise bad_request("preconditions must be an object")
+    return options
+
+
+def _writer(
+    request: web.BaseRequest, kind: str, *, apply: bool = False, force: bool | None = None
+) -> WriteRequest:
+    """The field manager and dry-run of a write (``kind``: its options' kind), checked:
+    ``fieldManager``, else the first word of the ``User-Agent`` (as kube does)."""
+    params = request.query
+    dry_run = params.getall("dryRun", [])
+    manager = params.get("fieldManager")
+    validate_options(kind, dry_run=dry_run, field_manager=manager, apply=apply, force=force)
+    if not manager:
+        agent = request.headers.get("User-Agent", "")
+        manager = agent.split("/", 1)[0][:_MANAGER_MAX] or "unknown"
+    return WriteRequest(manager, dry_run=bool(dry_run))
+
+
+def _list_head(info: ServedResource) -> bytes:
+    kind, api_version = info.list_kind, info.api_version
+    return f'{{"kind":"{kind}","apiVersion":"{api_version}","metadata":'.encode()
