@@ -81,10 +81,11 @@ bench: $(BENCH_STAMP)
 
 # kubereflector.models and the emulator's built-in schemas, regenerated from a Kubernetes
 # OpenAPI v3 spec (a directory of api/v1.json, apis/<group>/<version>.json; see
-# CONTRIBUTING.md): `make models SPEC=path/to/builtins/1.35`.
+# CONTRIBUTING.md): `make models SPEC=path/to/builtins/1.35`, and RELEASE=v1.36 for
+# another release than the generator's default.
 models: $(STAMP)
 	@test -n "$(SPEC)" || { echo "usage: make models SPEC=<directory of OpenAPI v3 documents>"; exit 2; }
-	$(BIN)/python tools/generate_models.py --spec "$(SPEC)"
+	$(BIN)/python tools/generate_models.py --spec "$(SPEC)" $(if $(RELEASE),--release "$(RELEASE)")
 
 demo: $(STAMP)
 	$(BIN)/kubereflector demo
