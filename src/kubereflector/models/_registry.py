@@ -23,6 +23,8 @@ class ApiResource:
     ``group`` is ``""`` for the core group; ``plural`` is the resource name in URLs
     (``pods``); ``namespaced`` says whether its objects live in namespaces. Raises
     ``ValueError`` when ``version``, ``kind`` or ``plural`` is empty. Immutable, hashable.
+    The client's ``ResourceInfo`` says the same and what only discovery knows (verbs,
+    short names); this one lives apart so that the models load no HTTP client.
     """
 
     group: str
