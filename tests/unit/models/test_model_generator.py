@@ -220,7 +220,7 @@ def test_module_names_follow_the_group() -> None:
     assert gm.module_name("meta.k8s.io", "v1") == "meta_v1"
 
 
-def test_lazy_names_load_their_module_on_first_use(package: Any) -> None:
+def test_an_unknown_name_is_an_attribute_error(package: Any) -> None:
     assert "Node" in dir(package)
     with pytest.raises(AttributeError, match="NoSuchKind"):
         _ = package.NoSuchKind
