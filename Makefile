@@ -16,7 +16,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: test lint typecheck pytest docs fuzz test-all-pythons fault-campaign bench demo clean
+.PHONY: test lint typecheck pytest docs fuzz test-all-pythons fault-campaign bench demo models clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,11 +32,11 @@ $(BENCH_STAMP): $(STAMP)
 test: lint typecheck docs pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples tools
+	$(BIN)/ruff format --check src tests benchmarks examples tools
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict src
+	$(BIN)/mypy --strict src tools
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q
@@ -78,6 +78,14 @@ bench: $(BENCH_STAMP)
 			$(BIN)/python $$script || exit 1; \
 		fi; \
 	done
+
+# kubereflector.models and the emulator's built-in schemas, regenerated from a Kubernetes
+# OpenAPI v3 spec (a directory of api/v1.json, apis/<group>/<version>.json; see
+# CONTRIBUTING.md): `make models SPEC=path/to/builtins/1.35`, and RELEASE=v1.36 for
+# another release than the generator's default.
+models: $(STAMP)
+	@test -n "$(SPEC)" || { echo "usage: make models SPEC=<directory of OpenAPI v3 documents>"; exit 2; }
+	$(BIN)/python tools/generate_models.py --spec "$(SPEC)" $(if $(RELEASE),--release "$(RELEASE)")
 
 demo: $(STAMP)
 	$(BIN)/kubereflector demo

@@ -1,7 +1,8 @@
 """Mistakes mypy --strict must catch. Each line ending in an "E:" comment must get a
 mypy error containing the comment's text, and no other line may get one
 (test_typecheck.py).
-The correct versions of these lines are in user_async.py and user_sync.py."""
+The correct versions of these lines are in user_async.py, user_sync.py and
+user_typed_objects.py."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from kubereflector import (
     run,
 )
 from kubereflector.client import ResourceClient, SyncResourceClient, load_config
+from kubereflector.models import Deployment, Pod
 from kubereflector.runtime import Manager
 from kubereflector.testing import FakeControllerSource
 
@@ -99,3 +101,29 @@ async def awaited_the_blocking_run(manager: Manager) -> None:
 
 def ran_the_function_not_a_call_of_it(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
     run(main)  # E: incompatible type
+
+
+def misread_a_pod(pod: Pod) -> None:
+    print(pod["spec"]["nodeNmae"])  # E: TypedDict "PodSpec" has no key "nodeNmae"
+    pod["spec"]["nodeName"] = 3  # E: Value of "nodeName" has incompatible type "int"
+    pod["metadata"]["labels"] = ["app"]  # E: Value of "labels" has incompatible type
+
+
+BAD_POD: Pod = {
+    "metadata": {"name": "web"},
+    "spec": {"containers": [{"image": "nginx"}]},  # E: Missing key "name" for TypedDict "Container"
+}
+BAD_DEPLOYMENT: Deployment = {
+    "spec": {
+        "replicas": "3",  # E: TypedDict item "replicas" has type "int"
+        "selector": {},
+        "template": {"spec": {"containers": "web"}},  # E: TypedDict item "containers" has type
+    }
+}
+MISSPELLED: Deployment = {
+    "spec": {
+        "selector": {},
+        "template": {"spec": {"containers": [], "nodeNmae": "n1"}},  # E: Extra key "nodeNmae"
+    }
+}
+NO_TEMPLATE: Deployment = {"spec": {"selector": {}}}  # E: Missing key "template" for TypedDict

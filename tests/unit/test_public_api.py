@@ -21,8 +21,9 @@ import kubereflector
 
 # Public subpackages with an API of their own, imported by their full name
 # (``kubereflector.testing.FakeControllerSource``): not re-exported by the package.
+# ``models`` too: ``import kubereflector`` must not load the generated models.
 NOT_REEXPORTED = frozenset(
-    {"testing", "client", "cli", "workqueue", "runtime", "leaderelection", "metrics"}
+    {"testing", "client", "cli", "workqueue", "runtime", "leaderelection", "metrics", "models"}
 )
 
 # Of those, the subpackages whose ``__all__`` re-exports every public name of their
