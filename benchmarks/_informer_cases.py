@@ -251,38 +251,48 @@ def _official(ctx: Ctx, namespace: str, url: str | None = None) -> Any:
 
 
 def _set_gc_variant(variant: str) -> None:
-    """Swap the Reflector's GC window for a candidate (benchmark only)."""
+    """Swap the GC window of the informer's bulk syncs (the Reflector's, the
+    listener's and the controller's: each imported ``defer_full_collections``) for a
+    candidate (benchmark only)."""
+    import kubereflector.cache._listener as listener_module
+    import kubereflector.cache.controller as controller_module
     import kubereflector.cache.reflector as reflector_module
 
+    def window(enter: Callable[[], Any], leave: Callable[[Any], None]) -> Any:
+        @contextlib.contextmanager
+        def candidate(*, sync: bool = False) -> Iterator[None]:
+            saved = enter()
+            try:
+                yield
+            finally:
+                leave(saved)
+
+        return candidate
+
     if variant == "none":
-        reflector_module.defer_full_collections = contextlib.nullcontext  # type: ignore[assignment]
+        replacement = window(lambda: None, lambda _: None)
     elif variant == "pause":
 
-        @contextlib.contextmanager
-        def pause() -> Iterator[None]:
+        def disable() -> bool:
             was_enabled = gc.isenabled()
             gc.disable()
-            try:
-                yield
-            finally:
-                if was_enabled:
-                    gc.enable()
+            return was_enabled
 
-        reflector_module.defer_full_collections = pause  # type: ignore[assignment]
+        replacement = window(disable, lambda was_enabled: gc.enable() if was_enabled else None)
     elif variant == "gen0":
 
-        @contextlib.contextmanager
-        def raise_gen0() -> Iterator[None]:
+        def raise_gen0() -> tuple[int, ...]:
             saved = gc.get_threshold()
             gc.set_threshold(saved[0] * 100, *saved[1:])
-            try:
-                yield
-            finally:
-                gc.set_threshold(*saved)
+            return saved
 
-        reflector_module.defer_full_collections = raise_gen0  # type: ignore[assignment]
-    elif variant not in ("defer", "freeze"):
+        replacement = window(raise_gen0, lambda saved: gc.set_threshold(*saved))
+    elif variant in ("defer", "freeze"):
+        return
+    else:
         raise ValueError(variant)
+    for module in (reflector_module, listener_module, controller_module):
+        module.defer_full_collections = replacement  # type: ignore[attr-defined]
 
 
 # -- 1. initial sync ------------------------------------------------------------------
