@@ -348,3 +348,69 @@ async def test_registration_is_checked(target: Target) -> None:
         await manager.run(handle_signals=False)
     with pytest.raises(TypeError, match="ClientConfig or a Client"):
         Manager("https://example")  # type: ignore[arg-type]
+
+
+class Loop:
+    """A Runnable recording its starts and stops; it may fail on demand."""
+
+    def __init__(self, *, fail: BaseException | None = None) -> None:
+        self.starts = 0
+        self.stops = 0
+        self.running = asyncio.Event()
+        self.fail = fail
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        self.starts += 1
+        self.running.set()
+        if self.fail is not None:
+            raise self.fail
+        try:
+            await stopping.wait()
+        finally:
+            self.running.clear()
+        self.stops += 1
+
+
+async def test_runnables_run_beside_the_controllers_and_stop_gracefully(target: Target) -> None:
+    everywhere, leader_only = Loop(), Loop()
+    manager = manager_for(target, Seen())
+    manager.add(everywhere)
+    manager.add(leader_only, leader_only=True)
+    async with running(manager) as task:
+        await asyncio.wait_for(manager.wait_elected(), WAIT)
+        await asyncio.wait_for(everywhere.running.wait(), WAIT)
+        await asyncio.wait_for(leader_only.running.wait(), WAIT)
+        manager.stop()
+        await asyncio.wait_for(task, WAIT)
+    assert (everywhere.starts, everywhere.stops) == (1, 1)  # stopped gracefully, not cancelled
+    assert (leader_only.starts, leader_only.stops) == (1, 1)
+    with pytest.raises(ManagerError, match="before the manager runs"):
+        manager.add(Loop())
+    with pytest.raises(TypeError, match="async run"):
+        manager_for(target, Seen()).add(object())  # type: ignore[arg-type]
+
+
+async def test_a_leader_only_runnable_waits_for_the_lease(target: Target) -> None:
+    clock = FakeClock()
+    a = manager_for(target, Seen(), identity="a", clock=clock)
+    b = manager_for(target, Seen(), identity="b", clock=clock)
+    on_b_everywhere, on_b_leading = Loop(), Loop()
+    b.add(on_b_everywhere)
+    b.add(on_b_leading, leader_only=True)
+    async with running(a) as task_a:
+        await asyncio.wait_for(a.wait_elected(), WAIT)
+        async with running(b):
+            await asyncio.wait_for(on_b_everywhere.running.wait(), WAIT)
+            await eventually(lambda: b.elector is not None and b.elector.get_leader() == "a", clock)
+            assert on_b_leading.starts == 0  # a leads: b's leader-only work waits
+            a.stop()
+            await asyncio.wait_for(task_a, WAIT)
+            await eventually(b.is_leader, clock)
+            await asyncio.wait_for(on_b_leading.running.wait(), WAIT)
+
+
+async def test_a_failing_runnable_stops_the_manager_with_its_error(target: Target) -> None:
+    manager = manager_for(target, Seen())
+    manager.add(Loop(fail=RuntimeError("the webhook port is taken")))
+    with pytest.raises(RuntimeError, match="the webhook port is taken"):
+        await asyncio.wait_for(manager.run(handle_signals=False), WAIT)

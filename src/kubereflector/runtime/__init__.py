@@ -25,6 +25,7 @@ from .predicates import (
     resource_version_changed,
 )
 from .reconcile import ReconcileFunc, Request, Result, TerminalError
+from .runnable import Runnable
 
 __all__ = [
     "Controller",
@@ -42,6 +43,7 @@ __all__ = [
     "Request",
     "RequestQueue",
     "Result",
+    "Runnable",
     "TerminalError",
     "and_",
     "annotations_changed",

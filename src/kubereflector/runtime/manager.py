@@ -32,6 +32,10 @@ What :meth:`Manager.run` does, in order:
    handing out requests, waits up to ``graceful_shutdown_timeout`` seconds for
    the reconciles in flight, releases the Lease (so another replica takes over
    at once), stops the informers and servers, and returns.
+
+:meth:`Manager.add` adds a :class:`~kubereflector.runtime.Runnable` beside the
+controllers: it runs from the start (a webhook server, which every replica
+serves), or, with ``leader_only=True``, only while this replica leads.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 
 from .._aio.loop_thread import LoopThread, call_in_loop
 from .._aio.signals import LoopStopSignals, ThreadStopSignals
+from .._aio.timeout import within
 from ..client.config import ClientConfig
 from ..client.rest import Client
 from ..clock import Clock, RealClock
@@ -67,6 +72,7 @@ from .handlers import Mapper
 from .options import ControllerOptions, _checked_options
 from .predicates import Predicate
 from .reconcile import ReconcileFunc, Request
+from .runnable import Runnable
 
 if TYPE_CHECKING:
     from ..cache.listers import Lister
@@ -231,6 +237,7 @@ class Manager:
         self._factory = SharedInformerFactory(self._client, namespace=self._namespace)
         self.metrics.add_informers(self._factory.informers)
         self._specs: list[_Spec] = []
+        self._runnables: list[tuple[Runnable, bool]] = []
         self._healthz: dict[str, Callable[[], bool]] = {"ping": lambda: True}
         self._readyz: dict[str, Callable[[], bool]] = {"informers": self._informers_synced}
         self._lock = threading.Lock()
@@ -241,6 +248,7 @@ class Manager:
         self._servers: list[MetricsServer] = []
         self._elector: LeaderElector | None = None
         self._controllers: list[Controller] = []
+        self._leader_runnables: _Runnables | None = None
         self._leading = False
         self._failure: BaseException | None = None
         self._finished: asyncio.Event | None = None
@@ -459,6 +467,19 @@ class Manager:
             return register(reconcile)
         return register
 
+    def add(self, runnable: Runnable, *, leader_only: bool = False) -> None:
+        """Run ``runnable`` (see :class:`~kubereflector.runtime.Runnable`) with the
+        manager: from the start on every replica, or with ``leader_only`` only
+        while this replica leads (beside the controllers; without leader election,
+        from the start). Stopped gracefully with the controllers. Raises
+        :class:`ManagerError` once the manager runs and ``TypeError`` for an object
+        without an async ``run(stopping)``."""
+        if not isinstance(runnable, Runnable):
+            raise TypeError(f"a runnable has an async run(stopping), not {type(runnable).__name__}")
+        with self._lock:
+            self._check_new("runnables")
+            self._runnables.append((runnable, leader_only))
+
     # -- async use ----------------------------------------------------------------------
 
     async def __aenter__(self) -> Manager:
@@ -542,9 +563,11 @@ class Manager:
         assert self._stop_event is not None
         work: asyncio.Task[None] | None = None
         await self._start_servers()
+        everywhere = _Runnables([r for r, leader_only in self._runnables if not leader_only], self)
         try:
             plans = [await self._plan(spec) for spec in self._specs]
             self._factory.start()
+            everywhere.start()
             if self._leader_election is None:
                 work = asyncio.create_task(self._lead(plans), name="kubereflector controllers")
             else:
@@ -561,6 +584,7 @@ class Manager:
                 await self._stop_controllers()
                 work.cancel()
             await asyncio.wait({work})
+            await everywhere.stop(self._graceful_timeout)
             if self._failure is not None:
                 raise self._failure
             if not work.cancelled():
@@ -571,6 +595,7 @@ class Manager:
             if work is not None and not work.done():
                 work.cancel()
                 await asyncio.wait({work})
+            await everywhere.cancel()
             for server in self._servers:
                 await server.stop()
 
@@ -666,11 +691,13 @@ class Manager:
         self._leading = True
         self._elected.set()
         tasks = {asyncio.create_task(c.run(), name=f"controller {c.name}") for c in controllers}
+        leader_only = _Runnables([r for r, leader_only in self._runnables if leader_only], self)
+        self._leader_runnables = leader_only
         try:
-            pending = set(tasks)
+            pending = tasks | leader_only.start()  # (a runnable's failure is its own to report)
             while pending:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
+                for task in done & tasks:
                     err = None if task.cancelled() else task.exception()
                     if err is not None:
                         logger.error("%s failed: %s", task.get_name(), err, exc_info=err)
@@ -681,15 +708,22 @@ class Manager:
             self._elected.clear()
             for task in tasks:
                 task.cancel()
-            await asyncio.wait(tasks)
+            if tasks:
+                await asyncio.wait(tasks)
+            await leader_only.cancel()
             self._controllers = []
+            self._leader_runnables = None
 
     async def _stop_controllers(self) -> None:
         controllers = list(self._controllers)
-        if controllers:
-            results = await asyncio.gather(*(c.stop(self._graceful_timeout) for c in controllers))
+        leader_only = self._leader_runnables
+        waits = [c.stop(self._graceful_timeout) for c in controllers]
+        if leader_only is not None:
+            waits.append(leader_only.stop(self._graceful_timeout))
+        if waits:
+            results = await asyncio.gather(*waits)
             if not all(results):
-                logger.warning("some reconciles did not end within the graceful shutdown timeout")
+                logger.warning("some work did not end within the graceful shutdown timeout")
 
     async def _campaign(
         self, plans: list[Callable[[], Controller]], options: LeaderElection
@@ -733,3 +767,48 @@ class Manager:
     def __repr__(self) -> str:
         names = ", ".join(s.name or s.for_ for s in self._specs)
         return f"<Manager {self._state.value} reconcilers=[{names}] leading={self._leading}>"
+
+
+class _Runnables:
+    """Runnables started together and stopped together, on the manager's loop; one
+    that fails stops the manager with its error."""
+
+    def __init__(self, runnables: list[Runnable], manager: Manager) -> None:
+        self._runnables = runnables
+        self._manager = manager
+        self._stopping = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self) -> set[asyncio.Task[None]]:
+        """Start each runnable in a task of its own; returns the tasks."""
+        for runnable in self._runnables:
+            task = asyncio.create_task(
+                runnable.run(self._stopping), name=f"runnable {type(runnable).__name__}"
+            )
+            task.add_done_callback(self._ended)
+            self._tasks.add(task)
+        return set(self._tasks)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        err = None if task.cancelled() else task.exception()
+        if err is not None:
+            logger.error("%s failed: %s", task.get_name(), err, exc_info=err)
+            self._manager._failure = self._manager._failure or err
+            self._manager.stop()
+
+    async def stop(self, timeout: float) -> bool:
+        """Ask them to stop and wait up to ``timeout`` seconds on the manager's clock;
+        returns whether all ended (the rest are left to :meth:`cancel`)."""
+        self._stopping.set()
+        if not self._tasks:
+            return True
+        with contextlib.suppress(TimeoutError):
+            await within(self._manager._clock, timeout, asyncio.wait(self._tasks))
+        return all(task.done() for task in self._tasks)
+
+    async def cancel(self) -> None:
+        """Cancel those still running and wait for them."""
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks)
