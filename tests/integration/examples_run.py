@@ -1,5 +1,6 @@
-"""Running the programs of examples/ as subprocesses of a test: started, read line
-by line with a timeout, and never left running."""
+"""Running the programs of examples/ as subprocesses of a test: started as from a
+terminal, read line by line with a bound, never left running, and, when one
+hangs, failed with its stacks (see tests/programs.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
+from programs import STEP, running
+from programs import read_line as read_line
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-WAIT = 20.0
+WAIT = STEP
 """Upper bound (seconds) on any wait for a program; never reached when things work."""
 
 
@@ -21,29 +25,5 @@ async def program(
     """``python *args`` as a subprocess (with the environment ``env``, else this
     process'), stdout and stderr piped; on leaving the block it is killed if still
     running, and waited for."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    try:
+    async with running(sys.executable, *args, env=env) as proc:
         yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-
-
-async def read_line(proc: asyncio.subprocess.Process) -> str:
-    """The next line ``proc`` prints, without its newline. Raises ``AssertionError``
-    (with what the program wrote to stderr) if its output ends first, and
-    ``TimeoutError`` after :data:`WAIT` seconds."""
-    assert proc.stdout is not None
-    raw = await asyncio.wait_for(proc.stdout.readline(), WAIT)
-    if not raw:
-        assert proc.stderr is not None
-        stderr = await asyncio.wait_for(proc.stderr.read(), WAIT)
-        raise AssertionError(f"the program ended: {stderr.decode()}")
-    return raw.decode().rstrip("\n")

@@ -30,6 +30,7 @@ import yaml
 from kubereflector.cli._dispatch import amain
 from kubereflector.testing import FakeClock
 from kubereflector.testing.apiserver import ApiServerEmulator
+from programs import PROGRAM_TEST_TIMEOUT, STEP, ProgramHung, finish, running, step
 
 pytestmark = pytest.mark.asyncio
 
@@ -595,9 +596,9 @@ class Process:
         self.proc = proc
         self.lines: list[str] = []
 
-    async def expect(self, pattern: str, timeout: float = TIMEOUT) -> str:
-        """Read stdout until a line matches ``pattern``."""
-        assert self.proc.stdout is not None
+    async def expect(self, pattern: str, timeout: float = STEP) -> str:
+        """Read stdout until a line matches ``pattern``; a program that prints none
+        within ``timeout`` fails the test with its stacks (see tests/programs.py)."""
 
         async def scan() -> str:
             assert self.proc.stdout is not None
@@ -611,39 +612,29 @@ class Process:
                     return line
 
         try:
-            return await asyncio.wait_for(scan(), timeout)
-        except asyncio.TimeoutError:
-            raise AssertionError(f"no line matching {pattern!r} in {self.lines}") from None
+            return await step(self.proc, scan(), f"a line matching {pattern!r}", timeout)
+        except ProgramHung as err:
+            raise ProgramHung(f"{err}\nits output until then: {self.lines}") from None
 
     async def finish(
-        self, sig: int | None = signal.SIGINT, timeout: float = TIMEOUT
+        self, sig: int | None = signal.SIGINT, timeout: float = STEP
     ) -> tuple[int, str, str]:
         """Send ``sig`` (if any) and collect the rest of the output and the exit status."""
         if sig is not None:
             self.proc.send_signal(sig)
-        out, err = await asyncio.wait_for(self.proc.communicate(), timeout)
-        self.lines.extend(out.decode().splitlines())
+        out, err = await finish(self.proc, timeout)
+        self.lines.extend(out.splitlines())
         assert self.proc.returncode is not None
-        return self.proc.returncode, "\n".join(self.lines), err.decode()
+        return self.proc.returncode, "\n".join(self.lines), err
 
 
 @asynccontextmanager
 async def subprocess(*argv: str, command: tuple[str, ...] | None = None) -> AsyncIterator[Process]:
-    proc = await asyncio.create_subprocess_exec(
-        *(command or (sys.executable, "-m", "kubereflector")),
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
+    async with running(*(command or (sys.executable, "-m", "kubereflector")), *argv) as proc:
         yield Process(proc)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.communicate()
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_watch_subprocess_logs_events_and_stops_on_sigint(server: ApiServerEmulator) -> None:
     async with subprocess("watch", "pods", "--kubeconfig", server.kubeconfig_path) as proc:
         rv = server.get("pods", "web-1")["metadata"]["resourceVersion"]
@@ -667,6 +658,7 @@ async def test_watch_subprocess_logs_events_and_stops_on_sigint(server: ApiServe
     ), err
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_watch_every_subprocess_prints_keys_until_sigterm(server: ApiServerEmulator) -> None:
     argv = ("watch", "pods", "-A", "--every", "200ms", "-o", "names")
     async with subprocess(*argv, "--kubeconfig", server.kubeconfig_path) as proc:
@@ -679,6 +671,7 @@ async def test_watch_every_subprocess_prints_keys_until_sigterm(server: ApiServe
     assert re.search(r"^5 objects cached, 5 events, ", err, re.M), err
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_emulator_subprocess_serves_https_and_writes_a_kubeconfig(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc.yaml"
     script = Path(sys.executable).parent / "kubereflector"
@@ -708,6 +701,7 @@ async def test_emulator_subprocess_serves_https_and_writes_a_kubeconfig(tmp_path
     assert f"kubeconfig: {kubeconfig}" in err
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_emulator_no_tls_serves_plain_http(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc.yaml"
     argv = ("emulator", "--no-tls", "--no-auth", "--write-kubeconfig", str(kubeconfig))
@@ -734,9 +728,10 @@ async def test_emulator_without_its_extra_says_how_to_install_it(
     assert "--no-tls" in err
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_demo_subprocess_recovers_from_every_fault() -> None:
     async with subprocess("demo", "--duration", "4") as proc:
-        code, out, err = await proc.finish(sig=None, timeout=25)
+        code, out, err = await proc.finish(sig=None)
     assert code == 0, (out, err)
     assert "Traceback" not in err
     assert re.search(r"^verdict: consistent \(\d+ pods, cache == server\)$", out, re.M), out
@@ -764,6 +759,7 @@ async def test_demo_in_process_stops_early_and_still_verifies() -> None:
     assert out.lines()[-1].startswith("verdict: consistent (")
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_python_dash_m_runs_the_cli() -> None:
     async with subprocess("--help") as proc:
         code, out, _ = await proc.finish(sig=None)

@@ -27,6 +27,7 @@ from conftest import KUBECONFIG_ENV, Target
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubereflector import ResourceEventHandlerFuncs, SharedIndexInformer, SharedInformerFactory
+from programs import PROGRAM_TEST_TIMEOUT, start, step
 
 pytestmark = pytest.mark.asyncio
 
@@ -262,12 +263,8 @@ class Replica:
 
     async def start(self) -> None:
         env = {**os.environ, "POD_NAME": self.name}
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            *self.args,
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
+        self.proc = await start(
+            sys.executable, *self.args, env=env, stdout=asyncio.subprocess.DEVNULL
         )
         self._reader = asyncio.create_task(self._read())
 
@@ -288,7 +285,8 @@ class Replica:
                 self._new_line.clear()
                 await self._new_line.wait()
 
-        await asyncio.wait_for(wait(), WAIT)
+        assert self.proc is not None
+        await step(self.proc, wait(), f"a log line with {text!r}")
 
     async def get(self, path: str, port: int) -> tuple[int, str]:
         url = f"http://127.0.0.1:{port}{path}"
@@ -306,7 +304,7 @@ class Replica:
 
     async def wait(self) -> int:
         assert self.proc is not None
-        code = await asyncio.wait_for(self.proc.wait(), WAIT)
+        code = await step(self.proc, self.proc.wait(), "its exit")
         assert self._reader is not None
         await self._reader
         return code
@@ -325,7 +323,7 @@ def leading(metrics: dict[str, float]) -> float:
     return metrics["leader_election_master_status[('name', 'replicator-test')]"]
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_two_replicas_one_reconciles_and_they_hand_over(target: Target) -> None:
     loop = asyncio.get_running_loop()
     a, b, c = (Replica(f"replica-{n}", target) for n in "abc")

@@ -25,11 +25,12 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from examples_run import WAIT, program, read_line
+from examples_run import program, read_line
 
 from doc_snippets import Snippet, snippet, snippets
 from kubereflector.testing import ApiServerEmulator
 from kubereflector.testing.apiserver._seed import cluster_pods
+from programs import PROGRAM_TEST_TIMEOUT, finish, start, step
 
 SEED_PODS = 30
 
@@ -59,8 +60,8 @@ async def started(
 async def interrupt(proc: asyncio.subprocess.Process) -> None:
     """Ctrl-C: the program must end with status 0 and nothing on stderr (no traceback)."""
     proc.send_signal(signal.SIGINT)
-    _, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
-    assert stderr.decode() == ""
+    _, stderr = await finish(proc)
+    assert stderr == ""
     assert proc.returncode == 0
 
 
@@ -79,17 +80,18 @@ def test_the_readme_and_the_docs_have_such_programs() -> None:
 
 
 @pytest.mark.asyncio
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 @pytest.mark.parametrize("program", FOLLOWERS, ids=lambda s: s.name)
 async def test_ctrl_c_ends_the_program_quietly(
     program: Snippet, server: ApiServerEmulator, tmp_path: Path
 ) -> None:
     async with started(program, server.kubeconfig_path, tmp_path) as proc:
-        await asyncio.wait_for(server.wait_for_watches(1), WAIT)  # it follows changes now
+        await step(proc, server.wait_for_watches(1), "its watch")  # it follows changes now
         await interrupt(proc)
 
 
 @pytest.mark.asyncio
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_the_quick_start_finds_the_seeded_web_pods(
     server: ApiServerEmulator, tmp_path: Path
 ) -> None:
@@ -111,7 +113,7 @@ async def run_pytest(tmp_path: Path, test_code: str, ini: str) -> tuple[int, str
     project's): as in a user's repository."""
     (tmp_path / "test_users_controller.py").write_text(test_code, encoding="utf-8")
     (tmp_path / "pytest.ini").write_text(ini, encoding="utf-8")
-    proc = await asyncio.create_subprocess_exec(
+    proc = await start(
         sys.executable,
         "-m",
         "pytest",
@@ -123,17 +125,16 @@ async def run_pytest(tmp_path: Path, test_code: str, ini: str) -> tuple[int, str
         "--rootdir",
         str(tmp_path),
         str(tmp_path / "test_users_controller.py"),
-        stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         cwd=tmp_path,
     )
-    stdout, _ = await asyncio.wait_for(proc.communicate(), WAIT)
+    stdout, _ = await finish(proc)
     assert proc.returncode is not None
-    return proc.returncode, stdout.decode()
+    return proc.returncode, stdout
 
 
 @pytest.mark.asyncio
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_the_pytest_example_runs_under_pytest_asyncio(tmp_path: Path) -> None:
     code = snippet("docs/how-to/testing.md", "With the fake source").code
     marker = "@pytest.mark.asyncio\n"

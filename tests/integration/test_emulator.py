@@ -28,6 +28,7 @@ import yaml
 from kubereflector import ApiError, NotFoundError
 from kubereflector.testing import ApiServerEmulator, FakeClock
 from kubereflector.testing.apiserver._seed import cluster_pods
+from programs import PROGRAM_TEST_TIMEOUT, finish, read_line, start
 
 pytestmark = pytest.mark.asyncio
 
@@ -1393,9 +1394,10 @@ async def test_deleting_a_crd_deletes_its_objects_and_ends_its_watches(
 # -- the command line -------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc.yaml"
-    process = await asyncio.create_subprocess_exec(
+    process = await start(
         sys.executable,
         "-m",
         "kubereflector.testing.apiserver",
@@ -1405,13 +1407,10 @@ async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
         str(kubeconfig),
         "--seed-pods",
         "3",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
     )
     try:
-        line = await asyncio.wait_for(process.stdout.readline(), 15)  # type: ignore[union-attr]
-        url = line.decode().strip()
-        assert re.fullmatch(r"https://127\.0\.0\.1:\d+", url), line  # HTTPS by default
+        url = await read_line(process)
+        assert re.fullmatch(r"https://127\.0\.0\.1:\d+", url), url  # HTTPS by default
         config = yaml.safe_load(kubeconfig.read_text())
         cluster = config["clusters"][0]["cluster"]
         assert cluster["server"] == url
@@ -1433,10 +1432,10 @@ async def test_command_line_serves_until_sigterm(tmp_path: Path) -> None:
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)
-        _, stderr = await asyncio.wait_for(process.communicate(), 15)
-    assert process.returncode == 0, stderr.decode()
-    assert b"Traceback" not in stderr
-    assert b"RuntimeWarning" not in stderr
+        _, stderr = await finish(process)
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert "RuntimeWarning" not in stderr
 
 
 # -- OpenAPI and server-side field validation (what kubectl validates with) ------------------

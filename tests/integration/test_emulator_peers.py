@@ -33,6 +33,7 @@ from kubernetes import watch as k8s_watch
 from kubereflector import ResourceEventHandlerFuncs, SharedInformerFactory
 from kubereflector.client import Client, load_config
 from kubereflector.testing import ApiServerEmulator, FakeClock
+from programs import PROGRAM_TEST_TIMEOUT, finish, read_line, start
 
 pytestmark = pytest.mark.asyncio
 
@@ -381,11 +382,12 @@ async def test_an_informer_sees_a_crd_created_with_kubectl(
         assert stored["spec"] == {"size": 2, "colour": "red"}
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_kubectl_uses_the_kubeconfig_the_emulator_command_writes(tmp_path: Path) -> None:
     """`kubereflector emulator` as a user starts it, and kubectl with the kubeconfig
     it writes: HTTPS with the generated CA, token auth, seeded pods."""
     kubeconfig = tmp_path / "kc.yaml"
-    process = await asyncio.create_subprocess_exec(
+    process = await start(
         sys.executable,
         "-m",
         "kubereflector",
@@ -394,12 +396,9 @@ async def test_kubectl_uses_the_kubeconfig_the_emulator_command_writes(tmp_path:
         str(kubeconfig),
         "--seed-pods",
         "12",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
     )
     try:
-        assert process.stdout is not None
-        url = (await asyncio.wait_for(process.stdout.readline(), WAIT)).decode().strip()
+        url = await read_line(process)
         assert url.startswith("https://127.0.0.1:")
         kubectl = Kubectl(str(kubeconfig), tmp_path)
         wide = [
@@ -435,8 +434,8 @@ async def test_kubectl_uses_the_kubeconfig_the_emulator_command_writes(tmp_path:
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGINT)
-        _, err = await asyncio.wait_for(process.communicate(), WAIT)
-    assert process.returncode == 0, err.decode()
+        _, err = await finish(process)
+    assert process.returncode == 0, err
 
 
 async def test_kubectl_over_plain_http_without_auth(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Every program in examples/ runs here, against the emulator or the fake source,
 so none of them rots. Each runs as a subprocess; the test reads its output lines
-with timeouts (nothing sleeps)."""
+with generous bounds (nothing sleeps); a program that hangs fails its test with
+its stacks (tests/programs.py)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,21 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 import pytest_asyncio
-from examples_run import EXAMPLES, WAIT, program, read_line
+from examples_run import EXAMPLES, program, read_line
 
 from kubereflector.testing import ApiServerEmulator
 from kubereflector.testing.apiserver import sample_pod
 from kubereflector.testing.apiserver._seed import cluster_pods
+from programs import PROGRAM_TEST_TIMEOUT
+from programs import finish as finish_program
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)]
 
 
 async def finished(proc: asyncio.subprocess.Process) -> tuple[int, str]:
-    out, err = await asyncio.wait_for(proc.communicate(), WAIT)
+    out, err = await finish_program(proc)
     assert proc.returncode is not None
-    return proc.returncode, out.decode() + err.decode()
+    return proc.returncode, out + err
 
 
 async def interrupted_quietly(proc: asyncio.subprocess.Process) -> None:

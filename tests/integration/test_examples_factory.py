@@ -15,9 +15,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 from conftest import KUBECONFIG_ENV, Target
-from examples_run import EXAMPLES, WAIT, program, read_line
+from examples_run import EXAMPLES, program, read_line
 
-pytestmark = pytest.mark.asyncio
+from programs import PROGRAM_TEST_TIMEOUT, finish
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)]
 
 SCRIPTS = ["factory_async.py", "factory_sync.py"]
 
@@ -48,10 +50,10 @@ async def test_once_prints_what_the_handler_and_the_lister_saw(script: str, targ
         await target.create_pod(name)
     ns = target.namespace
     async with example(script, target, "--once") as proc:
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
-    assert stderr.decode() == ""
+        stdout, stderr = await finish(proc)
+    assert stderr == ""
     assert proc.returncode == 0
-    *handled, last = stdout.decode().splitlines()
+    *handled, last = stdout.splitlines()
     assert sorted(handled) == [f"added {ns}/p0", f"added {ns}/p1"]
     assert last == f"synced: 2 pods: {ns}/p0, {ns}/p1"
 
@@ -68,9 +70,9 @@ async def test_follows_changes_until_interrupted(script: str, target: Target) ->
         await target.delete_pod("p0")
         assert await read_line(proc) == f"deleted {ns}/p0"
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
-    assert stderr.decode() == ""
-    assert stdout.decode() == ""
+        stdout, stderr = await finish(proc)
+    assert stderr == ""
+    assert stdout == ""
     assert proc.returncode == 0
 
 
@@ -100,7 +102,7 @@ async def test_workqueue_controller_reconciles_retries_and_sees_deletes(target: 
         again = {f"reconciled {ns}/p0", f"reconciled {ns}/p1"}
         await read_until(proc, f"gone {ns}/p0", again)
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
-    assert stderr.decode() == ""
-    assert set(stdout.decode().splitlines()) <= again
+        stdout, stderr = await finish(proc)
+    assert stderr == ""
+    assert set(stdout.splitlines()) <= again
     assert proc.returncode == 0

@@ -12,9 +12,8 @@ import textwrap
 import pytest
 
 from kubereflector import run
-
-WAIT = 20.0
-"""Upper bound (seconds) on any wait for the subprocess; never reached when things work."""
+from programs import PROGRAM_TEST_TIMEOUT, finish, read_line
+from programs import start as start_program
 
 FOLLOWER = textwrap.dedent(
     """
@@ -38,24 +37,11 @@ FOLLOWER = textwrap.dedent(
 
 
 async def start(*args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        FOLLOWER,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-
-
-async def read_line(proc: asyncio.subprocess.Process) -> str:
-    assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), WAIT)
-    assert line, "the program ended early"
-    return line.decode().rstrip("\n")
+    return await start_program(sys.executable, "-c", FOLLOWER, *args)
 
 
 @pytest.mark.asyncio
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
 async def test_a_signal_cancels_main_which_cleans_up_and_the_program_exits_0(
     sig: signal.Signals,
@@ -64,17 +50,18 @@ async def test_a_signal_cancels_main_which_cleans_up_and_the_program_exits_0(
     try:
         assert await read_line(proc) == "following"
         proc.send_signal(sig)
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
+        stdout, stderr = await finish(proc)
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-    assert stderr.decode() == ""
-    assert stdout.decode().splitlines() == ["cleaned up", "run returned None"]
+    assert stderr == ""
+    assert stdout.splitlines() == ["cleaned up", "run returned None"]
     assert proc.returncode == 0
 
 
 @pytest.mark.asyncio
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_a_second_ctrl_c_interrupts_a_clean_up_that_hangs() -> None:
     proc = await start("--slow-clean-up")
     try:
@@ -83,7 +70,7 @@ async def test_a_second_ctrl_c_interrupts_a_clean_up_that_hangs() -> None:
         assert await read_line(proc) == "cleaned up"
         assert await read_line(proc) == "cleaning up slowly"
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
+        stdout, stderr = await finish(proc)
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -91,8 +78,8 @@ async def test_a_second_ctrl_c_interrupts_a_clean_up_that_hangs() -> None:
     # An interrupted clean-up is no quiet stop: KeyboardInterrupt ends the process
     # as it would without run() (killed by SIGINT: status 130 in a shell).
     assert proc.returncode == -signal.SIGINT
-    assert "run returned" not in stdout.decode()
-    assert "KeyboardInterrupt" in stderr.decode()
+    assert "run returned" not in stdout
+    assert "KeyboardInterrupt" in stderr
 
 
 def test_the_result_of_main_is_returned() -> None:

@@ -10,7 +10,6 @@ concepts. A rule broken here names the module and the import that breaks it.
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+
+from programs import PROGRAM_TEST_TIMEOUT, run_sync
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "kubereflector"
@@ -233,6 +234,7 @@ def test_the_layer_rules_can_fail() -> None:
     )
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 def test_import_kubereflector_leaves_http_metrics_and_yaml_unloaded() -> None:
     probe = (
         "import sys, kubereflector\n"
@@ -241,9 +243,7 @@ def test_import_kubereflector_leaves_http_metrics_and_yaml_unloaded() -> None:
         "kubereflector.SharedInformerFactory\n"
         "print('aiohttp' in sys.modules)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
-    )
+    result = run_sync([sys.executable, "-c", probe], check=True)
     loaded, factory_loads_http = result.stdout.splitlines()
     assert loaded == "", f"import kubereflector loaded {loaded}"
     assert factory_loads_http == "True"  # the probe can tell a loaded module

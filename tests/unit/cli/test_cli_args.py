@@ -8,7 +8,6 @@ import asyncio
 import base64
 import io
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from kubereflector.cli._tables import render_table
 from kubereflector.client import ConfigError
 from kubereflector.errors import ApiError, ForbiddenError, UnauthorizedError
 from kubereflector.testing import FakeClock
+from programs import PROGRAM_TEST_TIMEOUT, run_sync
 
 
 @pytest.mark.parametrize(
@@ -95,6 +95,7 @@ def test_watch_help_lists_its_options() -> None:
         assert option in text
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 def test_the_emulator_is_loaded_only_by_the_commands_that_run_it() -> None:
     # `get` and `watch` start faster without it; `emulator` and `demo` import it when run.
     # The parser takes the emulator's options from its light command-line module only.
@@ -102,9 +103,7 @@ def test_the_emulator_is_loaded_only_by_the_commands_that_run_it() -> None:
         "import sys, kubereflector.cli; "
         "print(sorted(m for m in sys.modules if m.startswith('kubereflector.testing')))"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=20
-    )
+    loaded = run_sync([sys.executable, "-c", code], check=True)
     modules = set(ast.literal_eval(loaded.stdout))
     assert "kubereflector.testing.apiserver._command" in modules  # the probe sees imports
     heavy = {"_emulator", "_handler", "_store", "_fields", "_statuses"}

@@ -18,7 +18,6 @@ import importlib
 import inspect
 import os
 import pkgutil
-import subprocess
 import sys
 import typing
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing_extensions import is_typeddict
 import kubereflector.models as models
 from kubereflector.models import ApiResource, resource_of
 from kubereflector.testing.apiserver import _builtin_schemas as schemas
+from programs import PROGRAM_TEST_TIMEOUT, run_sync
 
 gm = generate_models
 SPEC_VARIABLE = "KUBEREFLECTOR_OPENAPI_SPEC"
@@ -210,6 +210,7 @@ def test_other_groups_kinds_of_a_shared_name_are_in_their_modules() -> None:
         resource_of(models.Scale)  # served only as a subresource
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 def test_the_package_loads_lazily_and_light() -> None:
     """In a fresh interpreter: ``import kubereflector`` loads no model; the models load no
     HTTP client; a kind loads its own module (and what it uses) only."""
@@ -227,9 +228,7 @@ def test_the_package_loads_lazily_and_light() -> None:
         "assert not heavy and 'kubereflector.client' not in sys.modules, heavy\n"
         "print('ok')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=25, check=False
-    )
+    done = run_sync([sys.executable, "-c", probe])
     assert (done.returncode, done.stdout, done.stderr) == (0, "ok\n", "")
 
 

@@ -7,10 +7,13 @@ Each check runs in a fresh interpreter: this process has imported everything.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
+
+from programs import PROGRAM_TEST_TIMEOUT, run_sync
+
+pytestmark = pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 
 HEAVY = ("aiohttp", "yaml", "kubereflector.testing.apiserver._emulator")
 
@@ -18,9 +21,7 @@ HEAVY = ("aiohttp", "yaml", "kubereflector.testing.apiserver._emulator")
 def loaded_after(code: str) -> list[str]:
     """Which of :data:`HEAVY` a fresh interpreter has loaded after running ``code``."""
     probe = f"{code}\nimport sys\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=20
-    )
+    result = run_sync([sys.executable, "-c", probe], check=True)
     return [name for name in result.stdout.strip().split(",") if name]
 
 
