@@ -217,6 +217,49 @@ async def test_a_graceful_stop_releases_the_lease_for_the_other(target: Target) 
             assert clock.now() - started < 10
 
 
+async def test_the_lease_is_kept_until_a_plain_reconcile_outliving_the_stop_returns(
+    target: Target,
+) -> None:
+    """A plain-function reconcile cannot be cancelled: past the graceful timeout
+    the manager stops waiting for it, but it must not release the Lease while it
+    runs (another replica would reconcile the same objects at the same time)."""
+    await create_configmap(target, "one", {"a": "1"})
+    clock = FakeClock()
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(request: Request) -> None:
+        entered.set()
+        release.wait(WAIT)
+
+    election = LeaderElection("kr-test-lease", namespace=target.namespace, identity="a")
+    manager = Manager(
+        config_of(target),
+        namespace=target.namespace,
+        leader_election=election,
+        clock=clock,
+        graceful_shutdown_timeout=1.0,
+    )
+    manager.reconciler("configmaps", reconcile=slow)
+
+    def waiting_for_the_thread() -> bool:  # the controller joins its threads from this one
+        return any(t.name == "kubereflector reconcile threads" for t in threading.enumerate())
+
+    async with running(manager) as task:
+        try:
+            await eventually(entered.is_set, clock)
+            manager.stop()  # the graceful timeout (1 s) passes: the reconcile is left running
+            # Until the manager waits for the thread, or (had it not waited) has released
+            # the Lease and returned.
+            await eventually(lambda: task.done() or waiting_for_the_thread(), clock)
+            assert not manager.is_leader()
+            assert not task.done()
+            assert await lease_holder(target, "kr-test-lease") == "a"
+        finally:
+            release.set()
+        await asyncio.wait_for(task, WAIT)
+    assert await lease_holder(target, "kr-test-lease") == ""
+
+
 async def test_a_stolen_lease_stops_reconciling_and_run_raises(target: Target) -> None:
     clock = FakeClock()
     seen = Seen()

@@ -35,11 +35,13 @@ import contextlib
 import enum
 import functools
 import logging
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from .._aio.calls import is_coroutine_callable
+from .._aio.loop_thread import call_in_loop
 from ..cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
 from ..clock import Clock, RealClock
 from ..workqueue import QueueShutDown, RateLimitingQueue
@@ -206,10 +208,14 @@ class Controller:
         until :meth:`stop` or cancellation.
 
         :meth:`stop` lets reconciles in flight finish; cancelling stops at once
-        (coroutine reconciles in flight are cancelled; a plain function in flight
-        runs to its end on its thread, but nothing new starts). Either way the
-        watches are removed and the queue is shut down. Raises
-        :class:`ControllerStoppedError` if the controller ran before.
+        (coroutine reconciles in flight are cancelled, and nothing new starts).
+        Either way the watches are removed and the queue is shut down. A plain
+        function in flight cannot be interrupted: it runs to its end on its
+        thread, and ``run`` returns only then, so that once it has returned no
+        reconcile of this controller runs (a :class:`~kubereflector.runtime.Manager`
+        releases its Lease after that, and another replica may reconcile the
+        same objects). Raises :class:`ControllerStoppedError` if the controller
+        ran before.
         """
         if self._state is not _State.NEW:
             raise ControllerStoppedError(f"controller {self._name} has already run")
@@ -249,7 +255,7 @@ class Controller:
                 with contextlib.suppress(ValueError):
                     registration.informer.remove_event_handler(registration)
             if self._executor is not None:
-                self._executor.shutdown(wait=False)
+                await _threads_ended(self._executor)
             if self._metrics_registry is not None:
                 self._metrics_registry.untrack_queue(self._queue)
             logger.info("controller %s: stopped", self._name)
@@ -259,7 +265,8 @@ class Controller:
         ended (at most ``timeout`` seconds of the controller's clock; ``None``: no
         limit). Returns ``True`` if they all ended; ``False`` if the timeout came
         first (then they are cancelled, as when the run is cancelled). The
-        controller's :meth:`run` then returns."""
+        controller's :meth:`run` then returns (once plain-function reconciles
+        still running, which cannot be cancelled, have ended)."""
         self._stopping = True
         self._queue.shut_down()
         tasks = list(self._worker_tasks)
@@ -369,3 +376,37 @@ class Controller:
 
     def __repr__(self) -> str:
         return f"<Controller {self._name} {self._state.value} workers={self._workers}>"
+
+
+async def _threads_ended(executor: concurrent.futures.ThreadPoolExecutor) -> None:
+    """Shut ``executor`` down (calls not yet started are dropped) and return once
+    the calls running on its threads have returned: a plain-function reconcile
+    cannot be interrupted, and whoever waits for the controller to end (a
+    Manager about to release its Lease) must know that none runs any more. The
+    threads are joined from a thread of its own, so the event loop runs
+    meanwhile. Being cancelled does not cut the wait short (the reconciles run
+    on all the same): ``CancelledError`` is raised once they have ended."""
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
+
+    def joined() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    def join() -> None:
+        executor.shutdown(wait=True, cancel_futures=True)
+        call_in_loop(loop, joined)
+
+    threading.Thread(target=join, name="kubereflector reconcile threads", daemon=True).start()
+    try:
+        await asyncio.shield(ended)
+    except asyncio.CancelledError:
+        await _uninterrupted(ended)
+        raise
+
+
+async def _uninterrupted(future: asyncio.Future[None]) -> None:
+    """Wait for ``future`` however often the caller is cancelled meanwhile."""
+    while not future.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(future)

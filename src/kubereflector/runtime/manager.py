@@ -24,14 +24,17 @@ What :meth:`Manager.run` does, in order:
    leader starts with full caches (``/readyz`` passes once they synced);
 3. with ``leader_election``, campaigns for the Lease and runs the controllers
    only while leading: losing the lease stops every reconcile at once (coroutine
-   reconciles are cancelled), then ``run`` raises
+   reconciles are cancelled; plain-function ones, which cannot be, are waited
+   for before the Lease is released), then ``run`` raises
    :class:`LeaderElectionLostError` (the process should exit non-zero, as
    controller-runtime's do), or, with ``on_lost="campaign"``, campaigns again;
    without it, runs the controllers at once;
 4. on SIGTERM or SIGINT (or :meth:`Manager.stop`) shuts down gracefully: stops
    handing out requests, waits up to ``graceful_shutdown_timeout`` seconds for
-   the reconciles in flight, releases the Lease (so another replica takes over
-   at once), stops the informers and servers, and returns.
+   the reconciles in flight (then cancels them; a plain-function reconcile
+   cannot be, and is waited for to its end, so that no two replicas reconcile
+   at once), releases the Lease (so another replica takes over at once), stops
+   the informers and servers, and returns.
 
 :meth:`Manager.add` adds a :class:`~kubereflector.runtime.Runnable` beside the
 controllers: it runs from the start (a webhook server, which every replica

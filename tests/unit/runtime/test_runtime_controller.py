@@ -445,6 +445,42 @@ async def test_stop_cancels_what_outlives_the_timeout_and_cancel_stops_at_once()
             assert informer.registrations == []  # the watches were removed
 
 
+async def test_run_ends_only_once_a_plain_reconcile_in_flight_has_returned() -> None:
+    """A thread cannot be interrupted: cancelling the run (twice, as a Manager does
+    when it stops after its graceful timeout) stops handing out requests at once,
+    but run() returns only when the reconcile in flight has returned, so that
+    whoever waits for it (a Manager, before it releases its Lease) knows that no
+    reconcile of this controller runs any more."""
+    clock = FakeClock()
+    source = FakeControllerSource()
+    for name in ("a", "b"):
+        source.add(cm(name))
+    entered, release = threading.Event(), threading.Event()
+    calls: list[Request] = []
+
+    def reconcile(request: Request) -> None:
+        calls.append(request)
+        entered.set()
+        release.wait(WAIT)
+
+    async with running(source, clock=clock) as (informer,):
+        controller = Controller(reconcile, for_=(informer, CONFIGMAPS), clock=clock)
+        task = asyncio.create_task(controller.run())
+        try:
+            await asyncio.wait_for(asyncio.to_thread(entered.wait, WAIT), WAIT)
+            task.cancel()
+            await settle()
+            task.cancel()
+            await settle()
+            assert not task.done()  # the reconcile of "a" still runs on its thread
+        finally:
+            release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, WAIT)
+    assert calls == [req("a")]  # nothing new was handed out
+    assert informer.registrations == []
+
+
 async def test_arguments_are_checked() -> None:
     informer = SharedIndexInformer(FakeControllerSource())
 
