@@ -55,15 +55,20 @@ test-all-pythons: lint typecheck docs
 		$(MAKE) --no-print-directory pytest PYTHON="$$path" VENV=".venv-$$version" || exit 1; \
 	done
 
-# tests/property/test_http_fault_schedules.py runs a few randomized fault
-# schedules over HTTP in every `make test`; this runs SCHEDULES more, from a
-# random first seed (or SEED=...), e.g. `make fault-campaign SCHEDULES=2000`.
+# The randomized fault schedules (tests/property/test_*_fault_schedules.py: an
+# informer over HTTP, and the controller layer with two leader-elected replicas)
+# run a few in every `make test`; this runs SCHEDULES more of each, from a random
+# first seed (or SEED=...), e.g. `make fault-campaign SCHEDULES=2000`.
+# FAULTS=runtime (or http) runs one kind only; STATS=file.jsonl keeps a line of
+# JSON per runtime schedule saying what it exercised.
 SCHEDULES ?= 300
+FAULTS ?= http runtime
 fault-campaign: $(STAMP)
 	@seed=$${SEED:-$$($(BIN)/python -c 'import random; print(random.randrange(10**6))')}; \
-	echo "fault schedules, seeds $$seed to $$((seed + $(SCHEDULES) - 1))"; \
+	echo "fault schedules ($(FAULTS)), seeds $$seed to $$((seed + $(SCHEDULES) - 1))"; \
 	KUBEREFLECTOR_FAULT_SEED=$$seed KUBEREFLECTOR_FAULT_SCHEDULES=$(SCHEDULES) \
-		$(BIN)/pytest -q tests/property/test_http_fault_schedules.py
+	KUBEREFLECTOR_FAULT_STATS=$(STATS) \
+		$(BIN)/pytest -q -p no:cacheprovider $(foreach f,$(FAULTS),tests/property/test_$(f)_fault_schedules.py)
 
 # Benchmarks print tables with ratios against peers measured in the same run;
 # nothing in them is asserted by the tests. BENCH_KUBECONFIG=path also measures
