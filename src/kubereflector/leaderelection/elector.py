@@ -17,6 +17,14 @@ client-go's ``tools/leaderelection``, behaviour for behaviour:
   ``on_started_leading`` work is cancelled), and :meth:`LeaderElector.run`
   returns. ``renew_deadline`` < ``lease_duration``, so a leader stops before
   any other candidate can take over.
+* **Slow answers.** Unlike client-go, a candidate counts a write of its own
+  (taking or renewing the lock) from when it sent it, not from when the answer
+  came, and gives up leading at the latest one retry period before that lease
+  can expire: the server may have applied the write at once, and the others
+  seen it then, so an answer held up in the network (a partition that heals)
+  cannot stretch a leadership into the next leader's. Each try to take the lock
+  is bounded by ``renew_deadline`` too, as renewals are: a late "you have it"
+  is not believed. With prompt answers the timing is client-go's.
 * **Optimistic concurrency.** Every write carries the resourceVersion last
   read; of two candidates racing for an expired lock one gets a 409 Conflict
   and goes back to waiting.
@@ -280,7 +288,9 @@ class LeaderElector:
         desc = self._lock.describe()
         logger.info("%s: attempting to acquire leader lease %s", self.identity, desc)
         while True:
-            succeeded = await self._try_acquire_or_renew()
+            # Bounded as a renewal is: an answer that comes later is not trusted.
+            attempt = self._try_acquire_or_renew()
+            succeeded = bool(await self._within(self._renew_deadline, attempt))
             self._maybe_report_transition()
             if succeeded:
                 self._metrics.on(self._name)
@@ -303,7 +313,14 @@ class LeaderElector:
         """Renew every retry period; return when a renewal missed the deadline."""
         desc = self._lock.describe()
         while True:
-            deadline = self._clock.now() + self._renew_deadline
+            # client-go's deadline, but never past one retry period before the
+            # lease we last wrote may expire in the others' eyes (counted from
+            # when that write was sent): a renewal whose answer was slow cannot
+            # stretch this leadership into another candidate's.
+            deadline = min(
+                self._clock.now() + self._renew_deadline,
+                self._observed_time + self._lease_duration - self._retry_period,
+            )
             renewed = False
             while not renewed:
                 remaining = deadline - self._clock.now()
@@ -332,6 +349,10 @@ class LeaderElector:
         """One try (client-go's ``tryAcquireOrRenew``): True if this candidate holds
         the lock afterwards."""
         lock = self._lock
+        # A write of ours counts from when it was sent, not from when its answer
+        # came: the server may have applied it at once and others may have seen
+        # it then, however long the answer took (see _renew).
+        sent = self._clock.now()
         now = micro_time()
         record = LeaderElectionRecord(
             holder_identity=lock.identity,
@@ -356,7 +377,7 @@ class LeaderElector:
                     err,
                 )
             else:
-                self._set_observed(fast)
+                self._set_observed(fast, at=sent)
                 return True
         # 2. Read the record, or create it.
         try:
@@ -369,7 +390,7 @@ class LeaderElector:
                     "%s: could not create lock %s: %s", lock.identity, lock.describe(), err
                 )
                 return False
-            self._set_observed(record)
+            self._set_observed(record, at=sent)
             return True
         except Exception as err:
             logger.error("%s: could not read lock %s: %s", lock.identity, lock.describe(), err)
@@ -399,7 +420,7 @@ class LeaderElector:
         except Exception as err:
             logger.info("%s: failed to update lock %s: %s", lock.identity, lock.describe(), err)
             return False
-        self._set_observed(record)
+        self._set_observed(record, at=sent)
         return True
 
     async def _release(self) -> None:
@@ -442,9 +463,10 @@ class LeaderElector:
         duration = self._observed.lease_duration_seconds
         return self._observed_time + duration > self._clock.now()
 
-    def _set_observed(self, record: LeaderElectionRecord) -> None:
+    def _set_observed(self, record: LeaderElectionRecord, at: float | None = None) -> None:
+        """Note ``record`` as observed ``at`` (default: now)."""
         self._observed = record
-        self._observed_time = self._clock.now()
+        self._observed_time = self._clock.now() if at is None else at
 
     def _maybe_report_transition(self) -> None:
         holder = self._observed.holder_identity

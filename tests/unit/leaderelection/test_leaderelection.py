@@ -28,6 +28,9 @@ class FakeLeaseServer:
         self.writes: list[LeaderElectionRecord] = []
         self.fail_writes_of: set[str] = set()
         self.hang_writes_of: set[str] = set()
+        self.hang_reads_of: set[str] = set()
+        self.hold_answers_of: dict[str, asyncio.Event] = {}
+        """Writes of these candidates are applied at once; the answer waits for the event."""
 
     def write(self, record: LeaderElectionRecord) -> None:
         self.record = record
@@ -51,6 +54,8 @@ class FakeLock:
 
     async def get(self) -> LeaderElectionRecord:
         self.calls.append("get")
+        if self._identity in self.server.hang_reads_of:
+            await asyncio.Event().wait()
         if self.server.record is None:
             raise NotFoundError(404, "NotFound", "leases.coordination.k8s.io not found")
         self.read_rv = self.server.rv
@@ -62,6 +67,12 @@ class FakeLock:
             raise ApiError(409, "AlreadyExists", "already exists")
         self.server.write(record)
         self.read_rv = self.server.rv
+        await self._answer()
+
+    async def _answer(self) -> None:
+        held = self.server.hold_answers_of.get(self._identity)
+        if held is not None:
+            await held.wait()
 
     async def update(self, record: LeaderElectionRecord) -> None:
         self.calls.append("update")
@@ -73,6 +84,7 @@ class FakeLock:
             raise ApiError(409, "Conflict", "the object has been modified")
         self.server.write(record)
         self.read_rv = self.server.rv
+        await self._answer()
 
 
 class Metrics:
@@ -295,6 +307,68 @@ async def test_a_renewal_that_hangs_counts_against_the_deadline(
         assert a.task is not None
         assert a.task.done()
         assert a.work_cancelled
+
+
+async def test_a_renewal_answered_late_cannot_stretch_leadership_into_the_next(
+    clock: FakeClock, server: FakeLeaseServer
+) -> None:
+    """The server applies a's renewal at t=2, but its answer comes only at t=9
+    (a partition that heals); a's writes then fail. b saw the renewed record at
+    t=2 and may take over at 2 + 15 = 17: a must have stopped leading by then
+    (client-go's deadline, 10 s from the round after the late answer, would be
+    t=21)."""
+    a = Candidate(server, "a", clock)
+    b = Candidate(server, "b", clock)
+    async with candidates(a, b):
+        assert a.elector.is_leader()
+        held = server.hold_answers_of["a"] = asyncio.Event()
+        await clock.advance(2)  # a renews: applied now, answered at t=9
+        await clock.advance(7)
+        server.fail_writes_of.add("a")
+        held.set()
+        await settle()
+        assert a.elector.is_leader()  # the late answer said yes
+        a_stopped_at = b_started_at = None
+        while b_started_at is None:
+            await clock.advance(0.5)
+            assert a.task is not None
+            if a_stopped_at is None and a.task.done():
+                a_stopped_at = clock.now()
+            if b.started:
+                b_started_at = clock.now()
+        assert a_stopped_at is not None
+        assert a.work_cancelled
+        assert a_stopped_at < b_started_at
+        assert b_started_at >= 2 + 15
+
+
+async def test_a_lock_taken_with_an_answer_too_late_is_not_believed(
+    clock: FakeClock, server: FakeLeaseServer
+) -> None:
+    """a creates the lease at t=0, and then its network holds everything: the
+    answer, and its next requests (unapplied). b takes over at t=15 (the lease
+    unchanged for its duration); at t=20 the answer "created" would reach a.
+    The try was given up at the renew deadline: a never leads."""
+    held = server.hold_answers_of["a"] = asyncio.Event()
+    a = Candidate(server, "a", clock)
+    b = Candidate(server, "b", clock)
+    async with candidates(a, b):
+        assert server.record is not None
+        assert server.record.holder_identity == "a"
+        server.hang_reads_of.add("a")
+        server.hang_writes_of.add("a")
+        for _ in range(40):
+            await clock.advance(0.5)
+        assert b.started == 1
+        held.set()  # the network heals
+        server.hang_reads_of.clear()
+        server.hang_writes_of.clear()
+        for _ in range(20):
+            await clock.advance(0.5)
+        assert a.started == 0
+        assert not a.elector.is_leader()
+        assert a.elector.get_leader() == "b"
+        assert b.elector.is_leader()
 
 
 async def test_conflicting_update_takes_the_slow_path_and_loses(
