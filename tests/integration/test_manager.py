@@ -156,6 +156,30 @@ async def test_a_manager_reconciles_and_stops_gracefully(target: Target) -> None
         await manager.run()
 
 
+async def test_no_reconcile_starts_once_stop_has_returned(target: Target) -> None:
+    """stop() takes effect at once: the reconcile in flight finishes, and none of
+    the queued requests is handed out, even before run() has woken up to shut
+    down."""
+    for name in ("a", "b", "c"):
+        await create_configmap(target, name, {"v": "1"})
+    gate, one_started = asyncio.Event(), asyncio.Event()
+    started: list[str] = []
+
+    async def reconcile(request: Request) -> None:
+        started.append(request.name)
+        one_started.set()
+        await gate.wait()
+
+    manager = Manager(config_of(target), namespace=target.namespace)
+    manager.reconciler("configmaps", reconcile=reconcile)
+    async with running(manager) as task:
+        await asyncio.wait_for(one_started.wait(), WAIT)
+        manager.stop()
+        gate.set()  # the reconcile in flight ends now: nothing queued may follow it
+        await asyncio.wait_for(task, WAIT)
+    assert len(started) == 1, started
+
+
 async def test_wait_elected_waits_for_a_run_that_has_not_begun(target: Target) -> None:
     """Awaited before run() has taken a step (Python 3.12+ wait_for awaits in
     place, so 'create_task(run()); await wait_for(wait_elected())' does this),

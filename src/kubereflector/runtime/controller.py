@@ -267,8 +267,7 @@ class Controller:
         first (then they are cancelled, as when the run is cancelled). The
         controller's :meth:`run` then returns (once plain-function reconciles
         still running, which cannot be cancelled, have ended)."""
-        self._stopping = True
-        self._queue.shut_down()
+        self._stop_handing_out()
         tasks = list(self._worker_tasks)
         if not tasks:
             return True
@@ -295,6 +294,12 @@ class Controller:
             task.cancel()
         await asyncio.wait(tasks)
         return False
+
+    def _stop_handing_out(self) -> None:
+        """From now on no request is handed to a worker (reconciles in flight go on;
+        :meth:`stop` waits for them). On the controller's loop."""
+        self._stopping = True
+        self._queue.shut_down()
 
     async def _worker(self) -> None:
         queue = self._queue

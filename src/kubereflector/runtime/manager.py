@@ -613,7 +613,15 @@ class Manager:
             self._stop_requested = True
             loop, event = self._loop, self._stop_event
         if loop is not None and event is not None:
-            call_in_loop(loop, event.set)  # nothing to stop if that loop has closed
+            # Nothing to stop if that loop has closed.
+            call_in_loop(loop, lambda: self._stop_now(event))
+
+    def _stop_now(self, event: asyncio.Event) -> None:
+        """On the manager's loop: the stop takes effect at once, before run() gets
+        to it: no controller hands out another request (those in flight go on)."""
+        event.set()
+        for controller in self._controllers:
+            controller._stop_handing_out()
 
     # -- sync use -----------------------------------------------------------------------
 
@@ -689,6 +697,8 @@ class Manager:
     async def _lead(self, plans: list[Callable[[], Controller]]) -> None:
         """Run one Controller per spec until they stop or this is cancelled (when
         leadership ends). A controller that fails stops the manager."""
+        if self._stop_requested:
+            return  # elected while stopping: reconcile nothing
         controllers = [make() for make in plans]
         self._controllers = controllers
         self._leading = True
