@@ -179,7 +179,14 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
         async def cleanup(cm: KubeObject) -> None:
             await delete_copies(api, cm)
 
-        return await finalizer(api, FINALIZER, parent, apply=apply, cleanup=cleanup)
+        try:
+            return await finalizer(api, FINALIZER, parent, apply=apply, cleanup=cleanup)
+        except NotFoundError as err:
+            if err.name != request.name:
+                raise
+            # The parent was deleted since the cache was read (the cache is a moment
+            # behind the server): its delete event queues it again.
+            return None
 
     return manager
 

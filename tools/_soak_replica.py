@@ -16,29 +16,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import importlib.util
 import json
 import logging
 import os
 import sys
 import threading
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from _replicator import load_example
+
 from kubereflector.runtime import LeaderElectionLostError, Manager
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "configmap_replicator.py"
-
-
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("configmap_replicator", EXAMPLE)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {EXAMPLE}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def rss_kib() -> int:

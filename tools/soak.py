@@ -36,7 +36,6 @@ import contextlib
 import ipaddress
 import json
 import os
-import random
 import signal
 import statistics
 import sys
@@ -48,13 +47,12 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
+from _replicator import Churn
+
 from kubereflector.client import Client, load_config
-from kubereflector.errors import ApiError, NotFoundError
 from kubereflector.testing import ApiServerEmulator
 
 REPLICA = Path(__file__).resolve().parent / "_soak_replica.py"
-REPLICAS_LABEL = "replicator.kubereflector.io/replicas"
-PARENT_LABEL = "replicator.kubereflector.io/parent"
 MAX_MINUTES = 24 * 60
 RSS_TOLERANCE = 0.05
 
@@ -106,61 +104,6 @@ async def start_replica(
     replica = Replica(name, proc, log)
     replica.reader = asyncio.create_task(replica.read())
     return replica
-
-
-# -- the churn ----------------------------------------------------------------------------------
-
-
-class Churn:
-    """Steady writes to ``parents`` parent ConfigMaps and their copies."""
-
-    def __init__(self, client: Client, namespace: str, parents: int, rate: float) -> None:
-        self.api = client.resource("configmaps", namespace=namespace)
-        self.names = [f"parent-{i}" for i in range(parents)]
-        self.rate = rate
-        self.rng = random.Random(26)
-        self.writes = 0
-        self.conflicts = 0
-
-    async def run(self) -> None:
-        while True:
-            started = time.monotonic()
-            try:
-                await self.step()
-            except ApiError:  # a conflict with the operator, a race with a finalizer
-                self.conflicts += 1
-            self.writes += 1
-            await asyncio.sleep(max(0.0, 1 / self.rate - (time.monotonic() - started)))
-
-    async def step(self) -> None:
-        rng, api = self.rng, self.api
-        name = rng.choice(self.names)
-        try:
-            parent = await api.get(name)
-        except NotFoundError:
-            parent = None
-        if parent is None or parent["metadata"].get("deletionTimestamp"):
-            if parent is None:
-                labels = {REPLICAS_LABEL: str(rng.randint(0, 3))}
-                body = {"metadata": {"name": name, "labels": labels}, "data": {"v": "0"}}
-                await api.create(body)
-            return
-        roll = rng.random()
-        copies = int(parent["metadata"].get("labels", {}).get(REPLICAS_LABEL, "0") or 0)
-        if roll < 0.40:
-            await api.patch(name, {"data": {"v": str(rng.randrange(10**6))}})
-        elif roll < 0.65:
-            labels = {REPLICAS_LABEL: str(rng.randint(0, 3))}
-            await api.patch(name, {"metadata": {"labels": labels}})
-        elif roll < 0.80:
-            await api.delete(name)
-        elif copies:
-            copy = f"{name}-{rng.randrange(copies)}"
-            with contextlib.suppress(NotFoundError):
-                if roll < 0.90:
-                    await api.patch(copy, {"data": {"v": "edited behind its back"}})
-                else:
-                    await api.delete(copy)
 
 
 # -- the verdict --------------------------------------------------------------------------------
@@ -295,7 +238,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             for r in replicas
             if r.proc.returncode not in (0, -signal.SIGTERM)
         ]
-        print(f"\nchurn: {churn.writes} writes ({churn.conflicts} refused: conflicts, races)")
+        print(f"\nchurn: {churn.writes} writes ({churn.refused} refused: conflicts, races)")
         print("verdict: " + ("nothing grew" if not problems else "; ".join(problems)))
         return {
             "minutes": args.minutes,

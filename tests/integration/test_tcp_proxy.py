@@ -91,6 +91,26 @@ async def test_a_black_hole_holds_bytes_back_without_closing_until_restored() ->
         late_writer.close()
 
 
+async def test_a_stalled_connection_stays_silent_and_new_ones_work() -> None:
+    async with echo_and_proxy() as (echo, proxy):
+        reader, writer = await connect(proxy)
+        writer.write(b"a")
+        assert await asyncio.wait_for(reader.readexactly(1), WAIT) == b"a"
+        proxy.stall()
+        writer.write(b"b")
+        fresh_reader, fresh_writer = await connect(proxy)
+        fresh_writer.write(b"c")
+        assert await asyncio.wait_for(fresh_reader.readexactly(1), WAIT) == b"c"
+        await settle(200)
+        assert echo.received == b"ac"  # "b" never left the stalled connection
+        assert proxy.open_connections == 2
+        proxy.restore()  # ends a black hole, not a stall
+        await settle(200)
+        assert echo.received == b"ac"
+        writer.close()
+        fresh_writer.close()
+
+
 async def test_cut_resets_every_connection_and_new_ones_work() -> None:
     async with echo_and_proxy() as (_echo, proxy):
         reader, writer = await connect(proxy)

@@ -55,6 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import aiohttp
 import pytest
 
 from kubereflector import ApiError, DeletedFinalStateUnknown, ReflectorOptions
@@ -246,6 +247,10 @@ class Replica:
             del history.active[record.key]
 
     async def _reconcile(self, request: Request) -> Result | None:
+        if self.killed:
+            # Handed out between the kill (a cancellation, here) and its reaching the
+            # workers: a killed process runs nothing, so neither does this.
+            return None
         record = self._begin(request)
         err: BaseException | None = None
         try:
@@ -393,7 +398,8 @@ class World:
     async def supervise(self) -> None:
         """Replace a replica that ended by itself, as Kubernetes restarts a pod. Only
         an injected fault may end one, and only before it campaigns (discovery
-        failing at its start, as a controller-runtime manager's start fails);
+        failing at its start, with an error status or a connection reset, as a
+        controller-runtime manager's start fails);
         anything else is a violation."""
         for replica in list(self.replicas):
             task = replica.task
@@ -402,7 +408,7 @@ class World:
             err = None if task.cancelled() else task.exception()
             assert replica.manager is not None
             started = replica.manager.elector is not None
-            if started or not isinstance(err, ApiError):
+            if started or not isinstance(err, (ApiError, aiohttp.ClientError)):
                 self.history.violation(f"{replica.identity} ended by itself: {err!r}")
             self.retire(replica)
             await self.add_replica()

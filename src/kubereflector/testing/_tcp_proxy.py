@@ -9,6 +9,10 @@ make the network fail the ways a real one does, which neither end can fake:
   detection, a lease's renew deadline) notices anything. The bytes sent
   meanwhile are held back, as TCP would keep retransmitting them.
 * :meth:`TcpProxy.restore`: bytes move again; what was held back arrives late.
+* :meth:`TcpProxy.stall`: the connections open now go silent for good (bytes
+  held back both ways, never delivered, sockets open: a peer that vanished, a
+  NAT that forgot the connection); new connections are served as usual, so a
+  client that notices (a timeout) and reconnects recovers.
 * :meth:`TcpProxy.cut`: every connection is reset now (the client sees a
   connection reset mid-stream); new ones are served as usual.
 
@@ -84,6 +88,8 @@ class TcpProxy:
             server.close()
         self._closing = True
         self._open.set()  # what waits for the black hole to end sees the closing
+        for connection in self._connections:
+            connection.open.set()  # and what waits on a stalled connection
         self.cut()
         # Each connection's task ends by itself once its sockets are reset (asyncio
         # reports a connection callback that was cancelled as an error).
@@ -125,6 +131,12 @@ class TcpProxy:
         """Move bytes again (the held-back ones first)."""
         self._open.set()
 
+    def stall(self) -> None:
+        """Make the connections open now silent for good (see the module
+        documentation); new connections are not affected."""
+        for connection in self._connections:
+            connection.open.clear()
+
     def cut(self) -> None:
         """Reset every open connection, both sides, now."""
         for connection in list(self._connections):
@@ -132,6 +144,11 @@ class TcpProxy:
         self._connections.clear()
 
     # -- forwarding -------------------------------------------------------------------
+
+    async def _flowing(self, connection: _Connection) -> None:
+        """Return once bytes may move on ``connection``."""
+        await self._open.wait()
+        await connection.open.wait()
 
     async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections_made += 1
@@ -155,8 +172,8 @@ class TcpProxy:
             if self._closing:
                 return
             pumps = [
-                asyncio.create_task(self._pump(reader, up_writer)),
-                asyncio.create_task(self._pump(up_reader, writer)),
+                asyncio.create_task(self._pump(reader, up_writer, connection)),
+                asyncio.create_task(self._pump(up_reader, writer, connection)),
             ]
             try:
                 done, pending = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
@@ -174,15 +191,17 @@ class TcpProxy:
                 writer.close()
             self._tasks.discard(task)
 
-    async def _pump(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> bool:
+    async def _pump(
+        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, connection: _Connection
+    ) -> bool:
         """Copy ``source`` to ``sink`` while the proxy is open. At the end of
         ``source``, half-close ``sink`` as the peer did and return ``True``;
         ``False`` when either side failed."""
         try:
             while True:
-                await self._open.wait()
+                await self._flowing(connection)
                 data = await source.read(_CHUNK)
-                await self._open.wait()  # read just before a black hole: held back
+                await self._flowing(connection)  # read just before a black hole: held back
                 if self._closing:
                     return False
                 if not data:
@@ -196,13 +215,16 @@ class TcpProxy:
 
 
 class _Connection:
-    """The two sockets of one forwarded connection."""
+    """The two sockets of one forwarded connection; ``open`` is cleared for good
+    when it stalls."""
 
-    __slots__ = ("_client", "_upstream")
+    __slots__ = ("_client", "_upstream", "open")
 
     def __init__(self, client: asyncio.StreamWriter, upstream: asyncio.StreamWriter) -> None:
         self._client = client
         self._upstream = upstream
+        self.open = asyncio.Event()
+        self.open.set()
 
     def reset(self) -> None:
         _reset(self._client)
