@@ -304,6 +304,19 @@ async def fetch(url: str) -> tuple[int, str]:
         return resp.status, await resp.text()
 
 
+async def test_a_lease_that_could_not_be_renewed_says_so(target: Target) -> None:
+    emulator = target.faults()
+    clock = FakeClock()
+    a = manager_for(target, Seen(), identity="a", clock=clock)
+    async with running(a) as task:
+        await asyncio.wait_for(a.wait_elected(), WAIT)
+        emulator.fail_next(10_000, 500)  # every renewal fails
+        await eventually(task.done, clock, limit=30)
+        with pytest.raises(LeaderElectionLostError, match=r"not renewed by a within 10s$"):
+            await task
+        emulator.fail_next(0, 500)
+
+
 async def test_metrics_and_probes_are_served_over_http(target: Target) -> None:
     await create_configmap(target, "m1", {"a": "1"})
     seen = Seen()

@@ -771,9 +771,14 @@ class Manager:
             if self._stop_requested:
                 return
             if options.on_lost == "exit":
+                holder = elector.get_leader()
+                why = (
+                    f"held by {holder}, not {lock.identity}"
+                    if holder and holder != lock.identity
+                    else f"not renewed by {lock.identity} within {options.renew_deadline:g}s"
+                )
                 raise LeaderElectionLostError(
-                    f"leader election lost: lease {lock.describe()} held by "
-                    f"{elector.get_leader() or 'nobody'}, not {lock.identity}"
+                    f"leader election lost: lease {lock.describe()} {why}"
                 )
             logger.warning("lost lease %s; campaigning again", lock.describe())
 
