@@ -79,6 +79,16 @@ SOAK_KUBECONFIG ?=
 soak: $(STAMP)
 	$(BIN)/python tools/soak.py --minutes $(MINUTES) $(if $(SOAK_KUBECONFIG),--kubeconfig "$(SOAK_KUBECONFIG)")
 
+# Chaos against a real kube-apiserver that this kills and restarts (use an instance
+# of your own): `make chaos KUBECONFIG=path APISERVER_HOME=dir` (dir: its start.sh,
+# stop.sh, run/, as shared/real-apiserver/setup.sh prepares it); SCENARIOS=a,b
+# and ROUNDS=n to choose. The operator example must converge after every fault.
+SCENARIOS ?= compaction,apiserver-kill,etcd-restart,stall
+ROUNDS ?= 3
+chaos: $(STAMP)
+	@test -n "$(KUBECONFIG)" -a -n "$(APISERVER_HOME)" || { echo "usage: make chaos KUBECONFIG=<kubeconfig> APISERVER_HOME=<dir of start.sh, stop.sh>"; exit 2; }
+	$(BIN)/python tools/chaos.py --kubeconfig "$(KUBECONFIG)" --apiserver-home "$(APISERVER_HOME)" --scenarios $(SCENARIOS) --rounds $(ROUNDS)
+
 # Benchmarks print tables with ratios against peers measured in the same run;
 # nothing in them is asserted by the tests. BENCH_KUBECONFIG=path also measures
 # informers.py's initial sync and memory against that cluster.
