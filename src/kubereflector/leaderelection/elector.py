@@ -22,9 +22,12 @@ client-go's ``tools/leaderelection``, behaviour for behaviour:
   came, and gives up leading at the latest one retry period before that lease
   can expire: the server may have applied the write at once, and the others
   seen it then, so an answer held up in the network (a partition that heals)
-  cannot stretch a leadership into the next leader's. Each try to take the lock
-  is bounded by ``renew_deadline`` too, as renewals are: a late "you have it"
-  is not believed. With prompt answers the timing is client-go's.
+  cannot stretch a leadership into the next leader's. A late "you have it" is
+  not believed either (see below). With prompt answers the timing is client-go's.
+* **Each request bounded.** Every request for the lock (to take, renew or release
+  it) is given up after ``renew_deadline / 2`` seconds (at least 1), as
+  client-go's leader-election client does: a renewal stuck on a dead connection
+  is retried, on a new one, while the deadline leaves room.
 * **Optimistic concurrency.** Every write carries the resourceVersion last
   read; of two candidates racing for an expired lock one gets a 409 Conflict
   and goes back to waiting.
@@ -188,6 +191,10 @@ class LeaderElector:
         self._lease_duration = float(lease_duration)
         self._renew_deadline = float(renew_deadline)
         self._retry_period = float(retry_period)
+        # Each request for the lock is bounded as client-go's leader-election
+        # client is (NewFromKubeconfig: renewDeadline / 2, at least 1 s): one stuck
+        # on a dead connection is given up while the deadline leaves room to retry.
+        self._try_timeout = max(self._renew_deadline / 2, 1.0)
         self._release_on_cancel = release_on_cancel
         self._on_started_leading = on_started_leading
         self._on_stopped_leading = on_stopped_leading
@@ -288,9 +295,9 @@ class LeaderElector:
         desc = self._lock.describe()
         logger.info("%s: attempting to acquire leader lease %s", self.identity, desc)
         while True:
-            # Bounded as a renewal is: an answer that comes later is not trusted.
+            # Bounded as a renewal's are: an answer that comes later is not trusted.
             attempt = self._try_acquire_or_renew()
-            succeeded = bool(await self._within(self._renew_deadline, attempt))
+            succeeded = bool(await self._within(self._try_timeout, attempt))
             self._maybe_report_transition()
             if succeeded:
                 self._metrics.on(self._name)
@@ -326,7 +333,8 @@ class LeaderElector:
                 remaining = deadline - self._clock.now()
                 if remaining <= 0:
                     break
-                renewed = bool(await self._within(remaining, self._try_acquire_or_renew()))
+                attempt = self._try_acquire_or_renew()
+                renewed = bool(await self._within(min(remaining, self._try_timeout), attempt))
                 if not renewed:
                     remaining = deadline - self._clock.now()
                     if remaining <= 0:
@@ -436,7 +444,7 @@ class LeaderElector:
             leader_transitions=self._observed.leader_transitions,
         )
         try:
-            done = await self._within(self._renew_deadline, self._update(record))
+            done = await self._within(self._try_timeout, self._update(record))
         except Exception as err:
             logger.error(
                 "%s: failed to release lock %s: %s", self.identity, self._lock.describe(), err
@@ -447,7 +455,7 @@ class LeaderElector:
                 "%s: releasing lock %s took longer than %gs; gave up",
                 self.identity,
                 self._lock.describe(),
-                self._renew_deadline,
+                self._try_timeout,
             )
             return
         self._set_observed(record)

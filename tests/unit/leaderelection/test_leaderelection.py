@@ -29,6 +29,8 @@ class FakeLeaseServer:
         self.fail_writes_of: set[str] = set()
         self.hang_writes_of: set[str] = set()
         self.hang_reads_of: set[str] = set()
+        self.hang_next_write_of: set[str] = set()
+        """The next write of these candidates hangs for ever (a dead connection)."""
         self.hold_answers_of: dict[str, asyncio.Event] = {}
         """Writes of these candidates are applied at once; the answer waits for the event."""
 
@@ -76,6 +78,9 @@ class FakeLock:
 
     async def update(self, record: LeaderElectionRecord) -> None:
         self.calls.append("update")
+        if self._identity in self.server.hang_next_write_of:
+            self.server.hang_next_write_of.discard(self._identity)
+            await asyncio.Event().wait()
         if self._identity in self.server.hang_writes_of:
             await asyncio.Event().wait()
         if self._identity in self.server.fail_writes_of:
@@ -307,6 +312,24 @@ async def test_a_renewal_that_hangs_counts_against_the_deadline(
         assert a.task is not None
         assert a.task.done()
         assert a.work_cancelled
+
+
+async def test_a_renewal_stuck_on_a_dead_connection_is_retried_in_time(
+    clock: FakeClock, server: FakeLeaseServer
+) -> None:
+    """Each request is given up after renew_deadline / 2 (client-go's leader-election
+    client timeout): the renewal at t=2 hangs, is given up at t=7, and the retry
+    at t=9 keeps the lease (the deadline is t=12)."""
+    a = Candidate(server, "a", clock)
+    async with candidates(a):
+        server.hang_next_write_of.add("a")
+        for _ in range(40):
+            await clock.advance(0.5)
+        assert a.task is not None
+        assert not a.task.done()
+        assert a.elector.is_leader()
+        assert not a.work_cancelled
+        assert a.lock.calls.count("update") >= 3  # the stuck one, the retry, and on
 
 
 async def test_a_renewal_answered_late_cannot_stretch_leadership_into_the_next(
