@@ -673,7 +673,7 @@ def _build_schema(version: CustomResourceVersion) -> Node:
 
     node, origins = object_schema(version.model)
     root = Where(version.model, version.model, None, "")
-    check(node, origins, root=root, status=version.status)
+    check(node, origins, root=root)
     check_paths(version, node, root)
     return node
 

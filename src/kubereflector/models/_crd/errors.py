@@ -33,7 +33,10 @@ class Where:
         return Where(self.root, self.owner, self.field, f"{self.path}[*]")
 
     def error(self, message: str) -> StructuralSchemaError:
-        name = self.owner.__qualname__
-        where = f"{name}.{self.field}" if self.field else name
+        """The error ``message`` at this place: ``FooSpec.replicas (at .spec.replicas of
+        Foo): message``, or ``Foo: message`` at the object itself."""
+        if self.field is None and not self.path:
+            return StructuralSchemaError(f"{self.owner.__name__}: {message}")
+        where = f"{self.owner.__name__}.{self.field}" if self.field else self.owner.__name__
         path = self.path or "the object"
-        return StructuralSchemaError(f"{where} (at {path} of {self.root.__qualname__}): {message}")
+        return StructuralSchemaError(f"{where} (at {path} of {self.root.__name__}): {message}")

@@ -78,7 +78,7 @@ RULE_REASONS: Final = frozenset(
 _NEWLINE: Final = re.compile(r"[\n\r]")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Default:
     """``Annotated[int, Default(1)]``: the value kube-apiserver writes into a field that an
     object leaves out (``default`` in the schema), on create, update and read.
@@ -86,7 +86,9 @@ class Default:
     The value must be JSON (``None``, ``bool``, ``int``, ``float``, ``str``, lists and
     ``dict[str, ...]`` of them) and valid under the field's own schema; both are checked
     when the schema is built. Defaults are not allowed in ``metadata``, ``apiVersion`` or
-    ``kind`` of the object.
+    ``kind`` of the object. Compared by identity: ``typing`` caches ``Annotated`` types by
+    their metadata's equality, and ``Default(True)`` must not become a cached
+    ``Default(1)``.
     """
 
     value: JSONValue

@@ -94,7 +94,7 @@ def check_paths(version: CustomResourceVersion, schema: Node, root: Where) -> No
 def _expect(schema: Node, path: str, wanted: str | None, what: str, root: Where) -> None:
     node = _follow(path, schema)
     if node is None:
-        raise _error(root, f"{what} names {path}, a field {root.root.__qualname__} does not have")
+        raise _error(root, f"{what} names {path}, a field {root.root.__name__} does not have")
     if isinstance(node, dict) and wanted is not None and node.get("type") != wanted:
         found = node.get("type") or "untyped"
         raise _error(root, f"{what} names {path}, a field of type {found}, not {wanted}")

@@ -7,12 +7,11 @@
 the structural-schema invariants of
 ``k8s.io/apiextensions-apiserver/pkg/apiserver/schema/validation.go`` (a ``type``
 everywhere, no ``$ref``, value validations only under ``anyOf``/``allOf``/``oneOf``/``not``,
-``metadata`` restricted to name and generateName, embedded resources), the CRD API's rules
-of ``pkg/apis/apiextensions/validation/validation.go`` (``additionalProperties`` beside
-``properties``, ``uniqueItems``, list and map types and their keys, the fields allowed at
-the root with the status subresource, CEL rule entries), and defaults that validate and
-are pruned (``pkg/apiserver/schema/defaulting/validation.go``). CEL is compiled by the
-server.
+embedded resources), the CRD API's rules of
+``pkg/apis/apiextensions/validation/validation.go`` (``additionalProperties`` beside
+``properties``, ``uniqueItems``, list and map types and their keys, CEL rule entries), and
+defaults that validate and are pruned (``pkg/apiserver/schema/defaulting/validation.go``).
+CEL is compiled by the server.
 """
 
 from __future__ import annotations
@@ -41,35 +40,6 @@ _UNSUPPORTED: Final = (
     "patternProperties",
     "additionalItems",
 )
-_ROOT_ALLOWED_WITH_STATUS: Final = frozenset(
-    {
-        "description",
-        "type",
-        "format",
-        "title",
-        "maximum",
-        "exclusiveMaximum",
-        "minimum",
-        "exclusiveMinimum",
-        "maxLength",
-        "minLength",
-        "pattern",
-        "maxItems",
-        "minItems",
-        "uniqueItems",
-        "multipleOf",
-        "required",
-        "items",
-        "properties",
-        "externalDocs",
-        "example",
-        "x-kubernetes-preserve-unknown-fields",
-        "x-kubernetes-validations",
-    }
-)
-"""kube's ``allowedFieldsAtRootSchema``: the status subresource cuts ``status`` out of the
-root's schema, so nothing that could not survive the cut may be there."""
-
 _VALUE_VALIDATIONS: Final = frozenset(
     {
         "format",
@@ -105,11 +75,15 @@ backreferences, possessive quantifiers, atomic groups, ``\\A``/``\\Z``."""
 _NEWLINE: Final = re.compile(r"[\n\r]")
 
 
-def check(schema: Node, origins: Mapping[int, Where], *, root: Where, status: bool) -> None:
-    """Check ``schema`` (a custom resource's ``openAPIV3Schema``) against kube's rules;
-    ``status``: whether the status subresource is on. Raises
-    :class:`StructuralSchemaError` naming the class and field of the first problem."""
-    _Checker(origins, root).root(schema, status=status)
+def check(schema: Node, origins: Mapping[int, Where], *, root: Where) -> None:
+    """Check ``schema`` (a custom resource's ``openAPIV3Schema``) against kube's rules.
+    Raises :class:`StructuralSchemaError` naming the class and field of the first problem.
+
+    The root itself is written within kube's rules by construction (an object; ``metadata``
+    exactly ``{type: object}``; only the keys kube allows beside the status subresource:
+    ``description``, ``type``, ``properties``, ``required``, ``x-kubernetes-validations``);
+    what this checks is what the fields below it hold."""
+    _Checker(origins, root).node(schema, "", root, level="root")
 
 
 class _Checker:
@@ -127,67 +101,14 @@ class _Checker:
 
     # -- the root ----------------------------------------------------------------------------
 
-    def root(self, schema: Node, *, status: bool) -> None:
-        where = self.root_where
-        if schema.get("type") != "object":
-            raise self.fail(schema, "", "the root must be of type object", where)
-        if schema.get("nullable"):
-            raise self.fail(schema, "", "nullable cannot be true at the root", where)
-        if "additionalProperties" in schema:
-            raise self.fail(schema, "", "additionalProperties must not be used at the root", where)
-        if status:
-            extra = sorted(set(schema) - _ROOT_ALLOWED_WITH_STATUS)
-            if extra:
-                raise self.fail(
-                    schema,
-                    "",
-                    f"with the status subresource the root may not have {', '.join(extra)}",
-                    where,
-                )
-        self.resource_meta(schema, "", where, root=True)
-        self.node(schema, "", where, level="root")
-
-    def resource_meta(self, node: Node, path: str, where: Where, *, root: bool) -> None:
-        """``apiVersion``, ``kind`` and ``metadata`` of the object (``root``) or of an
-        embedded one: kube-apiserver owns them."""
+    def resource_meta(self, node: Node, path: str, where: Where) -> None:
+        """``apiVersion`` and ``kind`` of an embedded object are strings. (Its
+        ``metadata``, like the object's own, is written ``{type: object}``: the server's.)"""
         properties = _mapping(node.get("properties"))
         for name in ("apiVersion", "kind"):
             child = _mapping(properties.get(name))
             if name in properties and child.get("type") != "string":
                 raise self.fail(child, f"{path}.{name}", f"{name} must be of type string", where)
-            if root and "default" in child:
-                raise self.fail(
-                    child, f"{path}.{name}", f"a default is not allowed in top-level {name}", where
-                )
-        if "metadata" not in properties:
-            return
-        meta = _mapping(properties["metadata"])
-        meta_path = f"{path}.metadata"
-        if meta.get("type") != "object":
-            raise self.fail(meta, meta_path, "metadata must be of type object", where)
-        if "default" in meta:
-            raise self.fail(meta, meta_path, "a default is not allowed in metadata", where)
-        extra = sorted(set(meta) - {"type", "properties"})
-        names = set(_mapping(meta.get("properties"))) - {"name", "generateName"}
-        if extra or names:
-            raise self.fail(
-                meta,
-                meta_path,
-                "metadata may only restrict name and generateName (kube-apiserver owns the "
-                f"rest), not {', '.join(extra + sorted(names))}",
-                where,
-            )
-        for name, meta_child in _mapping(meta.get("properties")).items():
-            child_node = _mapping(meta_child)
-            allowed = _VALUE_VALIDATIONS | {"type"}
-            wrong = sorted(set(child_node) - allowed)
-            if wrong or child_node.get("type", "string") != "string":
-                raise self.fail(
-                    child_node,
-                    f"{meta_path}.{name}",
-                    f"metadata.{name} may only be a string with value validations",
-                    where,
-                )
 
     # -- every node ----------------------------------------------------------------------------
 
@@ -259,7 +180,7 @@ class _Checker:
                     "an embedded resource needs properties or x-kubernetes-preserve-unknown-fields",
                     where,
                 )
-            self.resource_meta(node, path, where, root=False)
+            self.resource_meta(node, path, where)
         if "pattern" in node:
             _pattern(node["pattern"], lambda m: self.fail(node, path, m, where))
         self.junctors(node, path, where, int_or_string=int_or_string)

@@ -205,12 +205,7 @@ class _Walk:
                 continue
             field_where = where.at(cls, name)
             wrapped, is_required = _required(cls, name, hint)
-            node = self.schema(wrapped, field_where)
-            if name in docs and "description" not in node:
-                node["description"] = docs[name]
-                node = _ordered(node)
-                self.origins[id(node)] = field_where
-            properties[name] = node
+            properties[name] = self.schema(wrapped, field_where, doc=docs.get(name))
             if is_required:
                 required.append(name)
         node = {"type": "object"}
@@ -228,11 +223,14 @@ class _Walk:
 
     # -- any type ----------------------------------------------------------------------------
 
-    def schema(self, hint: object, where: Where) -> Node:
-        """The schema of one annotation (``Annotated`` and ``| None`` included)."""
+    def schema(self, hint: object, where: Where, *, doc: str | None = None) -> Node:
+        """The schema of one annotation (``Annotated`` and ``| None`` included); ``doc``, the
+        field's docstring, describes it (unless ``Meta(description=...)`` does)."""
         hint, found = _annotations(hint, where)
         hint, nullable = _without_none(hint)
         node = self.bare(hint, where, found)
+        if doc:
+            node["description"] = doc  # the field's words before its type's
         if nullable and ("type" in node or "x-kubernetes-int-or-string" in node):
             node["nullable"] = True  # (JSONValue holds None already)
         _apply(node, found, where)
@@ -271,9 +269,9 @@ class _Walk:
 
     def object(self, cls: type, where: Where, found: _Field) -> Node:
         if cls in self.inside:
-            chain = " -> ".join(c.__qualname__ for c in (*self.inside, cls))
+            chain = " -> ".join(c.__name__ for c in (*self.inside, cls))
             raise where.error(
-                f"{cls.__qualname__} contains itself ({chain}): a structural schema is "
+                f"{cls.__name__} contains itself ({chain}): a structural schema is "
                 "finite; type the recursive field JSONValue (kept as it is) instead"
             )
         if found.embedded and cls.__name__ == "ObjectMeta":
@@ -452,7 +450,8 @@ def _literal(values: tuple[object, ...], where: Where) -> Node:
 
 
 def _string_field(hint: object, where: Where) -> None:
-    hint, _ = _annotations(hint, where)
+    if get_origin(hint) is Annotated:
+        raise where.error(f"{where.field} takes no constraints: kube-apiserver owns it")
     if _supertype(hint) is not str and not _is_str_literal(hint):
         raise where.error(f"{where.field} is a string (str), not {_name(hint)}")
 
@@ -526,25 +525,25 @@ def _apply(node: Node, found: _Field, where: Where) -> None:
     for fmt in found.formats:
         wanted = _NUMERIC_FORMATS.get(fmt.name, "string")
         if schema_type != wanted and not (wanted == "integer" and schema_type == "number"):
-            raise where.error(f"Format({fmt.name!r}) is for a {wanted}, not a {_what(node)}")
+            raise where.error(f"Format({fmt.name!r}) is for {_article(wanted)}, not {_what(node)}")
         node["format"] = fmt.name
     for list_type in found.list_types:
         if schema_type != "array":
-            raise where.error(f"ListType is for a list, not a {_what(node)}")
+            raise where.error(f"ListType is for a list, not {_what(node)}")
         node["x-kubernetes-list-type"] = list_type.type
         if list_type.keys:
             node["x-kubernetes-list-map-keys"] = list(list_type.keys)
     for map_type in found.map_types:
         if schema_type != "object":
-            raise where.error(f"MapType is for a TypedDict or a dict, not a {_what(node)}")
+            raise where.error(f"MapType is for a TypedDict or a dict, not {_what(node)}")
         node["x-kubernetes-map-type"] = map_type.type
     if found.preserve:
         if schema_type != "object":
-            raise where.error(f"PreserveUnknownFields is for an object, not a {_what(node)}")
+            raise where.error(f"PreserveUnknownFields is for an object, not {_what(node)}")
         node["x-kubernetes-preserve-unknown-fields"] = True
     if found.embedded:
         if schema_type != "object":
-            raise where.error(f"EmbeddedResource is for an object, not a {_what(node)}")
+            raise where.error(f"EmbeddedResource is for an object, not {_what(node)}")
         node["x-kubernetes-embedded-resource"] = True
     if found.rules:
         existing = node.get("x-kubernetes-validations")
@@ -573,13 +572,13 @@ def _apply_meta(
         if value is None:
             continue
         if not numeric:
-            raise where.error(f"Meta({name}=...) is for a number, not a {_what(node)}")
+            raise where.error(f"Meta({name}=...) is for a number, not {_what(node)}")
         node[key] = value
         if exclusive:
             node[exclusive] = True
     if meta.pattern is not None:
         if schema_type != "string" and not int_or_string:
-            raise where.error(f"Meta(pattern=...) is for a string, not a {_what(node)}")
+            raise where.error(f"Meta(pattern=...) is for a string, not {_what(node)}")
         node["pattern"] = meta.pattern
     for name, index in (("min_length", 0), ("max_length", 1)):
         value = getattr(meta, name)
@@ -588,7 +587,7 @@ def _apply_meta(
         keys = _LENGTH_KEYS.get(schema_type) if isinstance(schema_type, str) else None
         if keys is None:
             raise where.error(
-                f"Meta({name}=...) is for a string, a list or a map, not a {_what(node)}"
+                f"Meta({name}=...) is for a string, a list or a map, not {_what(node)}"
             )
         node[keys[index]] = value
     if meta.tz is not None:
@@ -602,11 +601,17 @@ def _apply_meta(
 
 
 def _what(node: Node) -> str:
+    """What ``node`` is, for an error: ``an integer``, ``a list``, ``a JSON value``."""
     if node.get("x-kubernetes-int-or-string") is True:
-        return "int-or-string"
+        return "an int-or-string"
     if "type" not in node:
-        return "JSON value"
-    return {"array": "list", "object": "object"}.get(str(node["type"]), str(node["type"]))
+        return "a JSON value"
+    kind = str(node["type"])
+    return _article({"array": "list"}.get(kind, kind))
+
+
+def _article(word: str) -> str:
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
 
 
 def _json(value: object, where: Where) -> JSONValue:
