@@ -64,7 +64,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 from typing_extensions import is_typeddict
 
@@ -206,9 +206,11 @@ class CustomResourceVersion:
     """One version of a custom resource, as :func:`custom_resource` declared it on
     ``model``. Immutable; :meth:`schema` is built once, on first use (thread-safe).
 
-    The names (``kind``, ``plural``, ``singular``, ``list_kind``, ``short_names``,
-    ``categories``), ``scope``, ``annotations`` and ``labels`` belong to the whole resource
-    and must agree across its versions; the rest is this version's.
+    ``kind``, ``plural`` and ``scope`` make :attr:`resource` (what ``resource_of(model)``
+    answers): every version of a kind has the same. The other names (``singular``,
+    ``list_kind``, ``short_names``, ``categories``) and the CRD's ``annotations`` and
+    ``labels`` belong to the whole resource too: ``None`` when this version leaves them to
+    another (or to the defaults); :class:`CustomResource` holds them resolved.
     """
 
     model: type
@@ -216,10 +218,6 @@ class CustomResourceVersion:
     version: str
     kind: str
     plural: str
-    singular: str
-    list_kind: str
-    short_names: tuple[str, ...]
-    categories: tuple[str, ...]
     scope: Scope
     served: bool
     storage: bool | None
@@ -230,8 +228,12 @@ class CustomResourceVersion:
     printer_columns: tuple[PrinterColumn, ...]
     status: bool
     scale: ScaleSubresource | None
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    labels: Mapping[str, str] = field(default_factory=dict)
+    singular: str | None = None
+    list_kind: str | None = None
+    short_names: tuple[str, ...] | None = None
+    categories: tuple[str, ...] | None = None
+    annotations: Mapping[str, str] | None = None
+    labels: Mapping[str, str] | None = None
 
     @property
     def resource(self) -> ApiResource:
@@ -381,8 +383,8 @@ def custom_resource(
     plural: str | None = None,
     singular: str | None = None,
     list_kind: str | None = None,
-    short_names: Iterable[str] = (),
-    categories: Iterable[str] = (),
+    short_names: Iterable[str] | None = None,
+    categories: Iterable[str] | None = None,
     scope: Scope = "Namespaced",
     served: bool = True,
     storage: bool | None = None,
@@ -401,12 +403,16 @@ def custom_resource(
     ``kind`` defaults to the class's name; ``plural`` to the kind in lower case with an
     English plural ending (``Foo`` -> ``foos``, ``Policy`` -> ``policies``); ``singular``
     to the kind in lower case; ``list_kind`` to ``<kind>List``. ``scope`` is
-    ``"Namespaced"`` or ``"Cluster"``. ``status`` turns on the status subresource; left
+    ``"Namespaced"`` or ``"Cluster"``. Every version of a kind has the same ``plural`` and
+    ``scope`` (they are part of ``resource_of``); ``singular``, ``list_kind``,
+    ``short_names``, ``categories``, ``annotations`` and ``labels`` name the whole resource
+    and may be given on one of its versions only. ``status`` turns on the status subresource; left
     out, it is on when the class has a ``status`` field. ``storage=True`` marks the
     version objects are stored as: required on exactly one when a kind has several
     versions (several classes). ``annotations`` and ``labels`` go on the CRD itself; a
     group under ``k8s.io`` or ``kubernetes.io`` needs the ``api-approved.kubernetes.io``
-    annotation (a URL, or a text starting with ``unapproved``), as kube-apiserver requires.
+    annotation (a URL, or a text starting with ``unapproved``), as kube-apiserver requires
+    (checked with the versions, by :func:`custom_resource_of`).
 
     Thread-safe. Raises ``ValueError`` naming the class and the setting for names kube
     would refuse, for a version declared twice, and ``TypeError`` when the class is not a
@@ -422,8 +428,8 @@ def custom_resource(
             plural=plural,
             singular=singular,
             list_kind=list_kind,
-            short_names=tuple(short_names),
-            categories=tuple(categories),
+            short_names=None if short_names is None else tuple(short_names),
+            categories=None if categories is None else tuple(categories),
             scope=scope,
             served=served,
             storage=storage,
@@ -432,8 +438,8 @@ def custom_resource(
             printer_columns=tuple(printer_columns),
             status=status,
             scale=scale,
-            annotations=dict(annotations or {}),
-            labels=dict(labels or {}),
+            annotations=None if annotations is None else dict(annotations),
+            labels=None if labels is None else dict(labels),
         )
         _record(declared)
         register(model, declared.resource)
@@ -459,34 +465,38 @@ def custom_resource_of(model: type) -> CustomResource:
     """The custom resource ``model`` is a version of, with every version declared (imported)
     so far for its group and kind. Thread-safe.
 
-    Raises ``LookupError`` when ``model`` is not declared; ``ValueError`` when its versions
-    disagree on the resource's names, scope, annotations or labels, or do not mark exactly
-    one storage version (a single version is the storage version unless it says
-    ``storage=False``). Each error names the classes.
+    A name of the whole resource (``singular``, ``list_kind``, ``short_names``,
+    ``categories``, the CRD's ``annotations`` and ``labels``) may be given on one version
+    only. Raises ``LookupError`` when ``model`` is not declared; ``ValueError`` when its
+    versions give different plurals, scopes or names, do not mark exactly one storage
+    version (a single version is the storage version unless it says ``storage=False``), or
+    when a group under ``k8s.io`` lacks its approval annotation. Each error names the
+    classes.
     """
     declared = declaration_of(model)
     with _lock:
         versions = list(_by_kind[(declared.group, declared.kind)].values())
     versions.sort(key=lambda v: _version_priority(v.version))
     first = versions[0]
+
+    def disagree(a: CustomResourceVersion, b: CustomResourceVersion, setting: str) -> ValueError:
+        return ValueError(
+            f"{_qualname(a.model)} ({a.version}) and {_qualname(b.model)} ({b.version}) are "
+            f"versions of {first.kind}.{first.group} with different {setting}: "
+            f"{getattr(a, setting)!r} and {getattr(b, setting)!r}"
+        )
+
     for other in versions[1:]:
-        for setting in (
-            "plural",
-            "singular",
-            "list_kind",
-            "short_names",
-            "categories",
-            "scope",
-            "annotations",
-            "labels",
-        ):
-            mine, theirs = getattr(first, setting), getattr(other, setting)
-            if mine != theirs:
-                raise ValueError(
-                    f"{_qualname(first.model)} ({first.version}) and {_qualname(other.model)} "
-                    f"({other.version}) are versions of {first.kind}.{first.group} with "
-                    f"different {setting}: {mine!r} and {theirs!r}"
-                )
+        for setting in ("plural", "scope"):
+            if getattr(first, setting) != getattr(other, setting):
+                raise disagree(first, other, setting)
+    shared: dict[str, Any] = {}
+    for setting in ("singular", "list_kind", "short_names", "categories", "annotations", "labels"):
+        given = [v for v in versions if getattr(v, setting) is not None]
+        for other in given[1:]:
+            if getattr(other, setting) != getattr(given[0], setting):
+                raise disagree(given[0], other, setting)
+        shared[setting] = getattr(given[0], setting) if given else None
     marked = [v for v in versions if v.storage]
     if len(versions) == 1 and first.storage is None:
         marked = versions  # a single version is the storage version unless it says not
@@ -496,19 +506,21 @@ def custom_resource_of(model: type) -> CustomResource:
             f"{first.kind}.{first.group} has versions {named}: exactly one must be "
             f"declared storage=True (found {len(marked)})"
         )
+    annotations = dict(shared["annotations"] or {})
+    _check_api_approval(first.group, annotations, _qualname(first.model))
     return CustomResource(
         group=first.group,
         kind=first.kind,
         plural=first.plural,
-        singular=first.singular,
-        list_kind=first.list_kind,
-        short_names=first.short_names,
-        categories=first.categories,
+        singular=shared["singular"] or first.kind.lower(),
+        list_kind=shared["list_kind"] or f"{first.kind}List",
+        short_names=shared["short_names"] or (),
+        categories=shared["categories"] or (),
         scope=first.scope,
         versions=tuple(versions),
         storage=marked[0].version,
-        annotations=first.annotations,
-        labels=first.labels,
+        annotations=annotations,
+        labels=dict(shared["labels"] or {}),
     )
 
 
@@ -533,8 +545,8 @@ def _declaration(
     plural: str | None,
     singular: str | None,
     list_kind: str | None,
-    short_names: tuple[str, ...],
-    categories: tuple[str, ...],
+    short_names: tuple[str, ...] | None,
+    categories: tuple[str, ...] | None,
     scope: Scope,
     served: bool,
     storage: bool | None,
@@ -543,8 +555,8 @@ def _declaration(
     printer_columns: tuple[PrinterColumn, ...],
     status: bool | None,
     scale: ScaleSubresource | None,
-    annotations: dict[str, str],
-    labels: dict[str, str],
+    annotations: dict[str, str] | None,
+    labels: dict[str, str] | None,
 ) -> CustomResourceVersion:
     if not (isinstance(model, type) and is_typeddict(model)):
         raise TypeError(
@@ -566,20 +578,22 @@ def _declaration(
     if not isinstance(kind, str) or not _DNS1035.match(kind.lower()) or not kind[:1].isupper():
         raise bad("kind", kind, "a CamelCase name of letters and digits (Foo)")
     plural = _plural(kind.lower()) if plural is None else plural
-    singular = kind.lower() if singular is None else singular
-    list_kind = f"{kind}List" if list_kind is None else list_kind
-    for setting, value in (("plural", plural), ("singular", singular)):
-        if not isinstance(value, str) or not _DNS1035.match(value) or len(value) > 63:
-            raise bad(setting, value, "a DNS-1035 label in lower case")
-    if not isinstance(list_kind, str) or not _DNS1035.match(list_kind.lower()):
-        raise bad("list_kind", list_kind, "a CamelCase name of letters and digits")
-    if list_kind == kind:
-        raise bad("list_kind", list_kind, "kind and list_kind may not be the same")
+    if not isinstance(plural, str) or not _DNS1035.match(plural) or len(plural) > 63:
+        raise bad("plural", plural, "a DNS-1035 label in lower case")
+    if singular is not None and (
+        not isinstance(singular, str) or not _DNS1035.match(singular) or len(singular) > 63
+    ):
+        raise bad("singular", singular, "a DNS-1035 label in lower case")
+    if list_kind is not None:
+        if not isinstance(list_kind, str) or not _DNS1035.match(list_kind.lower()):
+            raise bad("list_kind", list_kind, "a CamelCase name of letters and digits")
+        if list_kind == kind:
+            raise bad("list_kind", list_kind, "kind and list_kind may not be the same")
     for setting, values in (("short_names", short_names), ("categories", categories)):
-        for value in values:
+        for value in values or ():
             if not isinstance(value, str) or not _DNS1035.match(value) or len(value) > 63:
                 raise bad(setting, values, f"{value!r} is not a DNS-1035 label in lower case")
-        if len(set(values)) != len(values):
+        if values is not None and len(set(values)) != len(values):
             raise bad(setting, values, "a name is given twice")
     if scope not in ("Namespaced", "Cluster"):
         raise bad("scope", scope, 'use "Namespaced" or "Cluster"')
@@ -601,9 +615,8 @@ def _declaration(
     elif status and "status" not in fields:
         raise bad("status", status, f"the status subresource needs a status field in {name}")
     for setting, mapping in (("annotations", annotations), ("labels", labels)):
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in (mapping or {}).items()):
             raise bad(setting, mapping, "keys and values are strings")
-    _check_api_approval(group, annotations, bad)
     return CustomResourceVersion(
         model=model,
         group=group,
@@ -627,9 +640,7 @@ def _declaration(
     )
 
 
-def _check_api_approval(
-    group: str, annotations: Mapping[str, str], bad: Callable[[str, object, str], ValueError]
-) -> None:
+def _check_api_approval(group: str, annotations: Mapping[str, str], name: str) -> None:
     """kube's rule for the community's groups (KEP 2337): approved, or said unapproved."""
     if not (group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))):
         return
@@ -637,12 +648,11 @@ def _check_api_approval(
     parsed = urllib.parse.urlsplit(value)
     if value.startswith("unapproved") or (parsed.scheme and parsed.netloc):
         return
-    raise bad(
-        "annotations",
-        dict(annotations),
-        f"the group {group} is protected: kube-apiserver needs the {API_APPROVED!r} "
+    raise ValueError(
+        f"{name}: the group {group} is protected: kube-apiserver needs the {API_APPROVED!r} "
         "annotation, the URL of the API review or a text starting with 'unapproved' "
-        f"(annotations={{{API_APPROVED!r}: 'unapproved, experimental-only'}})",
+        f"(annotations={{{API_APPROVED!r}: 'unapproved, experimental-only'}}), not "
+        f"{dict(annotations)!r}"
     )
 
 

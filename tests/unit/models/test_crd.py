@@ -73,8 +73,14 @@ def test_a_declared_class_is_a_registered_model() -> None:
     assert (declared.kind, declared.plural, declared.singular, declared.list_kind) == (
         "Widget",
         "widgets",
+        None,  # not given: the resource's default
+        None,
+    )
+    resource = custom_resource_of(Widget)
+    assert (resource.singular, resource.list_kind, resource.short_names) == (
         "widget",
         "WidgetList",
+        (),
     )
     assert declared.status is True  # it has a status field
     assert declared.resource == resource_of(Widget)
@@ -142,12 +148,6 @@ def test_the_plural_defaults_to_an_english_one(kind: str, plural: str) -> None:
         ),
         ({"scale": ".spec.replicas"}, "a ScaleSubresource(...)"),
         ({"annotations": {"a": 1}}, "keys and values are strings"),
-        ({"group": "x.k8s.io"}, "the group x.k8s.io is protected"),
-        ({"group": "kubernetes.io"}, "'api-approved.kubernetes.io'"),
-        (
-            {"group": "y.k8s.io", "annotations": {"api-approved.kubernetes.io": "yes"}},
-            "the group y.k8s.io is protected",
-        ),
     ],
 )
 def test_a_declaration_kube_would_refuse_is_refused(settings: dict[str, Any], message: str) -> None:
@@ -157,6 +157,22 @@ def test_a_declaration_kube_would_refuse_is_refused(settings: dict[str, Any], me
     assert message in str(caught.value)
     with pytest.raises(LookupError, match="is not a declared custom resource"):
         declaration_of(Widget)
+
+
+@pytest.mark.parametrize(
+    ("group", "annotations"),
+    [
+        ("x.k8s.io", None),
+        ("kubernetes.io", {"other": "annotation"}),
+        ("y.kubernetes.io", {"api-approved.kubernetes.io": "yes"}),
+    ],
+)
+def test_a_protected_group_needs_its_approval(
+    group: str, annotations: dict[str, str] | None
+) -> None:
+    declared = declare(resource_class(), group=group, annotations=annotations)
+    with pytest.raises(ValueError, match=rf"Widget: the group {group} is protected: "):
+        custom_resource_of(declared.model)
 
 
 @pytest.mark.parametrize(
@@ -274,20 +290,36 @@ def test_versions_need_exactly_one_storage_version() -> None:
         custom_resource_of(lonely.model)
 
 
-@pytest.mark.parametrize(
-    ("setting", "value"),
-    [
-        ("plural", "widgetz"),
-        ("short_names", ["w"]),
-        ("categories", ["all"]),
-        ("scope", "Cluster"),
-        ("labels", {"a": "b"}),
-    ],
-)
-def test_versions_agree_on_the_resources_names(setting: str, value: object) -> None:
+@pytest.mark.parametrize(("setting", "value"), [("plural", "widgetz"), ("scope", "Cluster")])
+def test_versions_have_the_same_plural_and_scope(setting: str, value: object) -> None:
     group = unique_group()
     first = declare(resource_class(), group=group, version="v1", storage=True)
     declare(resource_class(), group=group, version="v2", **{setting: value})
+    with pytest.raises(ValueError, match=f"with different {setting}: "):
+        custom_resource_of(first.model)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "other"),
+    [
+        ("singular", "gizmo", "gadget"),
+        ("list_kind", "WidgetSet", "WidgetBag"),
+        ("short_names", ["w"], ["wd"]),
+        ("categories", ["all"], ["toys"]),
+        ("annotations", {"a": "b"}, {"a": "c"}),
+        ("labels", {"a": "b"}, {}),
+    ],
+)
+def test_a_resources_names_may_be_given_on_one_version(
+    setting: str, value: object, other: object
+) -> None:
+    group = unique_group()
+    first = declare(resource_class(), group=group, version="v1", storage=True)
+    declare(resource_class(), group=group, version="v2alpha1", **{setting: value})
+    resource = custom_resource_of(first.model)
+    expected = tuple(value) if isinstance(value, list) else value
+    assert getattr(resource, setting) == expected
+    declare(resource_class(), group=group, version="v2beta1", **{setting: other})
     with pytest.raises(ValueError, match=f"with different {setting}: "):
         custom_resource_of(first.model)
 

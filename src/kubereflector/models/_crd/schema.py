@@ -208,7 +208,7 @@ class _Walk:
             properties[name] = self.schema(wrapped, field_where, doc=docs.get(name))
             if is_required:
                 required.append(name)
-        node = {"type": "object"}
+        node: Node = {"type": "object"}
         description = class_description(cls)
         if description is not None:
             node["description"] = description
