@@ -64,7 +64,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
 
 from typing_extensions import is_typeddict
 
@@ -94,6 +94,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "API_APPROVED",
     "FORMATS",
     "RULE_REASONS",
     "CustomResource",
@@ -107,6 +108,7 @@ __all__ = [
     "PrinterColumn",
     "Rule",
     "ScaleSubresource",
+    "Scope",
     "StructuralSchemaError",
     "crd_manifest",
     "custom_resource",
@@ -115,7 +117,8 @@ __all__ = [
     "rules",
 ]
 
-Scope = Literal["Namespaced", "Cluster"]
+Scope: TypeAlias = Literal["Namespaced", "Cluster"]
+"""A custom resource's scope: its objects live in namespaces, or in the cluster."""
 _M = TypeVar("_M", bound=type)
 
 API_APPROVED: Final = "api-approved.kubernetes.io"
