@@ -257,7 +257,7 @@ class CustomResourceVersion:
                 built = _schemas.setdefault(self.model, built)
         return cast("JSONSchemaProps", copy.deepcopy(built))
 
-    def manifest_entry(self, *, storage: bool) -> CustomResourceDefinitionVersion:
+    def _manifest_entry(self, *, storage: bool) -> CustomResourceDefinitionVersion:
         """This version as an entry of the CRD's ``spec.versions``."""
         schema = self.schema()
         entry: dict[str, object] = {"name": self.version, "served": self.served, "storage": storage}
@@ -355,7 +355,7 @@ class CustomResource:
             "group": self.group,
             "names": names,
             "scope": self.scope,
-            "versions": [v.manifest_entry(storage=v is storage) for v in self.versions],
+            "versions": [v._manifest_entry(storage=v is storage) for v in self.versions],
         }
         if conversion is not None:
             spec["conversion"] = copy.deepcopy(dict(conversion))

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, NewType, Optional
 import msgspec
 import pytest
 from msgspec import Meta
-from typing_extensions import NotRequired, Required, TypedDict
+from typing_extensions import NotRequired, ReadOnly, Required, TypedDict
 
 from crd_models import declare, field_error, field_schema, schema_of
 from kubereflector.models import JSONValue
@@ -104,6 +104,11 @@ class Partial(TypedDict, total=False):
     b: Required[str]
 
 
+class Frozen(TypedDict):
+    name: ReadOnly[str]
+    size: ReadOnly[NotRequired[int]]
+
+
 class Derived(Inner):
     colour: str
     """Its colour."""
@@ -125,6 +130,12 @@ def test_totality_and_required_decide_what_is_required() -> None:
     schema = field_schema(Partial)
     assert schema["required"] == ["b"]
     assert list(schema["properties"]) == ["a", "b"]
+
+
+def test_read_only_fields_are_fields() -> None:
+    schema = field_schema(Frozen)
+    assert schema["properties"] == {"name": {"type": "string"}, "size": {"type": "integer"}}
+    assert schema["required"] == ["name"]
 
 
 def test_an_inherited_typed_dict_has_its_bases_fields_and_descriptions() -> None:

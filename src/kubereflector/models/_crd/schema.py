@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Final, Literal, NewType, get_args, get_origin
 
 import msgspec
+import typing_extensions
 from typing_extensions import (
     NotRequired,
-    ReadOnly,
     Required,
     get_type_hints,
     is_typeddict,
@@ -55,6 +55,9 @@ from .markers import (
 
 if TYPE_CHECKING:
     from .._json import JSONValue
+
+_READ_ONLY: Final = getattr(typing_extensions, "ReadOnly", None)
+"""PEP 705's ``ReadOnly`` (typing_extensions 4.9 and later; the package asks for 4.6)."""
 
 __all__ = ["Node", "object_schema"]
 
@@ -328,7 +331,7 @@ def _required(cls: type, name: str, hint: object) -> tuple[object, bool]:
             required = True
         elif origin is NotRequired:
             required = False
-        elif origin is not ReadOnly:
+        elif origin is not _READ_ONLY or origin is None:
             break
         (hint,) = get_args(hint)
     if required is None:
@@ -337,7 +340,9 @@ def _required(cls: type, name: str, hint: object) -> tuple[object, bool]:
 
 
 def _strip_required(hint: object) -> object:
-    while get_origin(hint) in (Required, NotRequired, ReadOnly):
+    while get_origin(hint) in (Required, NotRequired) or (
+        _READ_ONLY is not None and get_origin(hint) is _READ_ONLY
+    ):
         (hint,) = get_args(hint)
     return hint
 
