@@ -7,7 +7,8 @@ Each ``MODULE:CLASS`` names a class decorated with ``@custom_resource``; the mod
 imported with the current directory first on ``sys.path`` (as ``python -m`` would), so
 ``kubereflector crd myoperator.api:Foo | kubectl apply --server-side -f -`` works from the
 project's root. Every declared version of a kind makes one CRD, whichever of its classes
-is named (and however many are). Speaks to no server.
+is named (and however many are). Speaks to no server; the declarations' module loads
+only when this command runs.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from typing import Any
 
 import yaml
 
-from ..models.crd import StructuralSchemaError, crd_manifest, custom_resource_of
 from ._context import CommandContext
 from ._errors import EXIT_OK, CliError, UsageError
 from ._parser import Parser
@@ -63,6 +63,9 @@ async def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     that is not ``MODULE:CLASS``, and :class:`CliError` naming the argument for a module
     that cannot be imported, a missing class, a class that is not a declared custom
     resource, or a declaration whose CRD cannot be built."""
+    # Loaded here, not with the command line: the other commands do not pay for it.
+    from ..models.crd import StructuralSchemaError, crd_manifest, custom_resource_of
+
     manifests: dict[str, dict[str, Any]] = {}
     for spec in args.classes:
         model = _load(spec)

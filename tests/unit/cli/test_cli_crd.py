@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 import textwrap
 import uuid
@@ -186,3 +187,11 @@ def test_the_command_is_in_the_help() -> None:
     assert cli.main(["crd", "--help"], stdout=out, stderr=io.StringIO()) == EXIT_OK
     assert "MODULE:CLASS" in out.getvalue()
     assert "--output" in out.getvalue()
+
+
+def test_the_declarations_load_only_when_the_command_runs() -> None:
+    code = "import sys, kubereflector.cli; print('kubereflector.models.crd' in sys.modules)"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=20
+    )
+    assert loaded.stdout.strip() == "False"

@@ -5,6 +5,8 @@ gathered into one CRD, and the manifest (sample-controller's Foo as the golden o
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -538,3 +540,25 @@ def test_a_rule_on_the_object_reaches_its_root() -> None:
     assert declare(Short).schema()["x-kubernetes-validations"] == [
         {"rule": "self.metadata.name.size() <= 20", "message": "short names only"}
     ]
+
+
+def test_the_schema_machinery_loads_with_the_first_schema() -> None:
+    code = (
+        "import sys, kubereflector.models\n"
+        "print('kubereflector.models.crd' in sys.modules)\n"
+        "import kubereflector.models.crd\n"
+        "print('kubereflector.models._crd.schema' in sys.modules)\n"
+        "sys.path.insert(0, 'tests')\n"
+        "import crd_models\n"
+        "kubereflector.models.crd.crd_manifest(crd_models.Foo)\n"
+        "print('kubereflector.models._crd.schema' in sys.modules)\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=20,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert loaded.stdout.split() == ["False", "False", "True"]
