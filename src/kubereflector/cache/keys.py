@@ -62,6 +62,10 @@ something else (e.g. models made by a transform).
 T = TypeVar("T", default=KubeObject)
 T_co = TypeVar("T_co", covariant=True, default=KubeObject)
 T_contra = TypeVar("T_contra", contravariant=True, default=KubeObject)
+# The type of the objects of one resource as the API serves them: a mapping, typed by a
+# model of kubereflector.models (a TypedDict: Pod, Deployment, a custom resource's) or
+# KubeObject. What the client and the factory are generic over.
+ModelT = TypeVar("ModelT", bound=Mapping[str, Any], default=KubeObject)
 
 KeyFunc = Callable[[Any], str]
 """Maps an object to its store key. Must be deterministic and thread-safe."""
