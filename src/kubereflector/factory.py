@@ -283,7 +283,8 @@ class _FactoryBase:
         ``Pod``, and needs no discovery: the model says its group, version, plural
         and scope. In compact mode its objects are read-only
         :class:`~kubereflector.CompactObject` s typed as the model, for reading: a
-        write raises ``TypeError`` at run time. Raises ``LookupError`` naming a class
+        write raises :class:`~kubereflector.ReadOnlyObjectError` at run time (copy with
+        ``copy.deepcopy`` to change one). Raises ``LookupError`` naming a class
         that is not a registered model, and ``ValueError`` when the informer of its
         resource exists already for another version or scope, or discovery (when
         loaded) serves the resource in another scope than the model says. A name or
@@ -485,7 +486,9 @@ class _FactoryBase:
 
     # -- waiting ----------------------------------------------------------------------
 
-    def _registrations(self, handlers: Iterable[Registration]) -> tuple[Registration, ...]:
+    def _registrations(
+        self, handlers: Iterable[Registration[Any]]
+    ) -> tuple[Registration[Any], ...]:
         """``handlers`` checked: registrations of this factory's informers."""
         regs = tuple(handlers)
         for reg in regs:
@@ -500,10 +503,10 @@ class _FactoryBase:
             return list(self._entries.values())
 
     def _groups(
-        self, regs: tuple[Registration, ...]
-    ) -> dict[str, tuple[SharedIndexInformer[KubeObject], list[Registration]]]:
+        self, regs: tuple[Registration[Any], ...]
+    ) -> dict[str, tuple[SharedIndexInformer[Any], list[Registration[Any]]]]:
         """What to wait for: each started informer with the given registrations of it."""
-        groups: dict[str, tuple[SharedIndexInformer[KubeObject], list[Registration]]] = {}
+        groups: dict[str, tuple[SharedIndexInformer[Any], list[Registration[Any]]]] = {}
         for entry in self._snapshot():
             if entry.started:
                 mine = [r for r in regs if r.informer is entry.informer]
@@ -512,7 +515,7 @@ class _FactoryBase:
 
     @staticmethod
     def _states(
-        groups: dict[str, tuple[SharedIndexInformer[KubeObject], list[Registration]]],
+        groups: dict[str, tuple[SharedIndexInformer[Any], list[Registration[Any]]]],
     ) -> dict[str, bool]:
         return {
             name: informer.has_synced() and all(r.has_synced() for r in regs)
@@ -520,7 +523,7 @@ class _FactoryBase:
         }
 
     async def _wait_async(
-        self, timeout: float | None, regs: tuple[Registration, ...]
+        self, timeout: float | None, regs: tuple[Registration[Any], ...]
     ) -> dict[str, bool]:
         groups = self._groups(regs)
         if not groups:
@@ -694,7 +697,7 @@ class SharedInformerFactory(_FactoryBase):
             return None
 
     async def wait_for_cache_sync(
-        self, timeout: float | None = None, *, handlers: Iterable[Registration] = ()
+        self, timeout: float | None = None, *, handlers: Iterable[Registration[Any]] = ()
     ) -> dict[str, bool]:
         """Wait until every started informer has synced (client-go's
         ``WaitForCacheSync``): ``{qualified resource name: synced}``, e.g.
@@ -818,7 +821,7 @@ class SyncSharedInformerFactory(_FactoryBase):
             return None
 
     def wait_for_cache_sync(
-        self, timeout: float | None = None, *, handlers: Iterable[Registration] = ()
+        self, timeout: float | None = None, *, handlers: Iterable[Registration[Any]] = ()
     ) -> dict[str, bool]:
         """Block until every started informer has synced (client-go's
         ``WaitForCacheSync``): ``{qualified resource name: synced}``, e.g.

@@ -13,11 +13,7 @@ from __future__ import annotations
 from ..models import resource_of
 from .discovery import ResourceInfo
 
-__all__ = ["ResourceArgument", "check_resource", "model_info"]
-
-ResourceArgument = str | ResourceInfo | type
-"""What the places that take a resource accept at run time: a name discovery resolves,
-a :class:`ResourceInfo`, or a model class."""
+__all__ = ["check_resource", "model_info"]
 
 
 def model_info(model: type) -> ResourceInfo:
