@@ -53,7 +53,9 @@ or ``dict(obj)`` for a shallow one).
 Every generic class and protocol of kubereflector (``SharedIndexInformer[T]``,
 ``Indexer[T]``, ``Lister[T]``, ``ResourceEventHandler[T]``, ...) defaults to it, so
 ``Lister`` means ``Lister[KubeObject]``; parametrise them to say your cache holds
-something else (e.g. models made by a transform).
+something else (e.g. models made by a transform). The typed models of
+:mod:`kubereflector.models` parametrise them for you: ``factory.informer_for(Pod)``
+is a ``SharedIndexInformer[Pod]``, ``client.resource(Pod)`` a ``ResourceClient[Pod]``.
 """
 
 # The type of the objects a cache, queue or informer holds (PEP 696 default: KubeObject),

@@ -82,7 +82,12 @@ class ResourceClient(Generic[ModelT]):
     DNS-1123 label) is where a namespaced resource's objects are read and
     written; a resource given by name ignores it when cluster-scoped, as kubectl
     does, while a cluster-scoped model given a namespace raises ``ValueError``
-    here (its scope is known: the namespace is a mistake).
+    here (its scope is known: the namespace is a mistake). A model registered
+    with another scope or version than the server's is not asked about (nothing
+    is): the server answers for the paths it makes,
+    :class:`~kubereflector.NotFoundError` for a path it does not serve,
+    :class:`~kubereflector.MethodNotAllowedError` for a create on the
+    all-namespaces path of a namespaced resource.
     Without it, :meth:`list` and :meth:`watch` cover all namespaces; the verbs
     that write an object use the object's ``metadata.namespace``; :meth:`get`,
     :meth:`patch` and :meth:`delete` raise ``ValueError`` (before any request),
