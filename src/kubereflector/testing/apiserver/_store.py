@@ -246,7 +246,7 @@ class Store:
         """PATCH with ``patch_type`` ``"json"``, ``"merge"`` or ``"strategic"``: the
         patched object is written as :meth:`update` writes it."""
         existing = self.get(bucket, namespace, name)
-        new = patched(decode(existing.full()), patch_type, patch)
+        new = patched(bucket.info, decode(existing.full()), patch_type, patch)
         return self.update(bucket, namespace, name, new, subresource=subresource, request=request)
 
     def apply(

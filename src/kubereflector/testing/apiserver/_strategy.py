@@ -18,7 +18,8 @@ from typing import Any, Final
 from ...errors import failure_status
 from ._coercion import coerce
 from ._fields import FieldManagers
-from ._patch import PatchFailed, json_patch, merge_patch, strategic_merge_patch
+from ._merge import strategic_merge_patch
+from ._patch import PatchFailed, json_patch, merge_patch
 from ._records import ENCODER, Record
 from ._resources import ServedResource
 from ._statuses import FieldError, StatusError, bad_request, conflict, invalid
@@ -222,16 +223,17 @@ def replacement(
     return new
 
 
-def patched(doc: Any, patch_type: str, patch: Any) -> dict[str, Any]:
-    """``doc`` with ``patch`` applied (``patch_type``: ``"json"``, ``"merge"`` or
-    ``"strategic"``); 422 when it cannot be applied or leaves no metadata."""
+def patched(info: ServedResource, doc: Any, patch_type: str, patch: Any) -> dict[str, Any]:
+    """``doc`` (an object of ``info``) with ``patch`` applied (``patch_type``: ``"json"``,
+    ``"merge"`` or ``"strategic"``, by the kind's patch strategies and merge keys);
+    422 when it cannot be applied or leaves no metadata."""
     try:
         if patch_type == "json":
             result = json_patch(doc, patch)
         elif patch_type == "merge":
             result = merge_patch(doc, patch)
         elif patch_type == "strategic":
-            result = strategic_merge_patch(doc, patch)
+            result = strategic_merge_patch(doc, patch, info.schema.root)
         else:
             raise ValueError(f"unknown patch type {patch_type!r}")
     except PatchFailed as exc:

@@ -175,7 +175,7 @@ async def _patch(
     if not info.builtin and kind in ("merge", "json"):
         # kube checks the fields of a custom resource's patched object
         existing = store.get(bucket, namespace, name)
-        result = patched(decode(existing.full()), kind, patch)
+        result = patched(info, decode(existing.full()), kind, patch)
         warnings = check_patched_fields(info, result, directive)
     elif not info.builtin and kind == "apply":
         check_fields(info, {}, directive)  # unknown fields fail the apply itself (500)
