@@ -177,15 +177,16 @@ def _merge_slice(
         raise PatchFailed("cannot merge lists without merge key")
     original, patch = _special_elements(list(original), patch, merge_key)
     item = node.item()
+    merged = list(original)  # the server's order stays the list before the new items
     for value in patch:
         if merge_key not in value:
             raise PatchFailed(f"map: {value} does not contain declared merge key: {merge_key}")
-        index = _find(original, merge_key, value[merge_key])
+        index = _find(merged, merge_key, value[merge_key])
         if index is None:
-            original.append(value)
+            merged.append(value)
         else:
-            original[index] = _merge_map(original[index], value, item)
-    in_patch, server_only = _partition_maps(original, patch, merge_key)
+            merged[index] = original[index] = _merge_map(merged[index], value, item)
+    in_patch, server_only = _partition_maps(merged, patch, merge_key)
     return _normalize_order(in_patch, server_only, patch, original, merge_key, True)
 
 
