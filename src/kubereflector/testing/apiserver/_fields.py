@@ -99,13 +99,15 @@ class ListType:
 
 
 ATOMIC: Final = ListType()
+_CACHE_LIMIT: Final = 4096
 
 
 class Schema:
     """Which lists of a resource are sets or keyed maps, and which objects are
-    atomic, read from its :class:`~._typetree.TypeNode` tree. Patterns are tuples of
-    field names with ``"*"`` for a list item. Lookups are cached (a Schema belongs to
-    one served resource; the cache only grows with the paths its objects have)."""
+        atomic, read from its :class:`~._typetree.TypeNode` tree. Patterns are tuples of
+        field names with ``"*"`` for a list item. Lookups are cached (a Schema belongs to
+        one served resource; the cache is emptied when it reaches a few thousand paths, as
+    map keys make them open-ended)."""
 
     __slots__ = ("_cache", "_root")
 
@@ -124,6 +126,8 @@ class Schema:
         if found is None:
             parent = self.node(fields[:-1])
             found = parent.item() if fields[-1] == "*" else parent.field(fields[-1])
+            if len(self._cache) >= _CACHE_LIMIT:  # map keys (labels, data) are open-ended
+                self._cache = {(): self._root}
             self._cache[fields] = found
         return found
 
