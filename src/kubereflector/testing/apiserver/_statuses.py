@@ -48,9 +48,6 @@ def bad_request(message: str) -> StatusError:
     return StatusError(failure_status(400, "BadRequest", message))
 
 
-_OMIT: Final = object()
-"""A ``FieldError`` value that is not shown (kube's ``omitValue``)."""
-
 _REASONS: Final = {
     "Forbidden": "FieldValueForbidden",
     "Required": "FieldValueRequired",
@@ -81,22 +78,17 @@ class FieldError:
     ``"Invalid"``, ``"TypeInvalid"``, ``"Required"``, ``"Forbidden"``,
     ``"NotSupported"`` (``detail``: the supported values, already quoted),
     ``"TooLong"``, ``"TooMany"``, ``"Duplicate"``, ``"Internal"``. The bad ``value``
-    is printed as Go prints it (``"abc"``, ``3``, ``map[string]interface {}{...}``);
-    ``omit_value`` leaves it out."""
+    is printed as Go prints it (``"abc"``, ``3``, ``map[string]interface {}{...}``)."""
 
     field: str
     type: str
     detail: str
     value: Any = None
-    omit_value: bool = False
 
     def text(self) -> str:
         """kube's ``ErrorBody``: ``Invalid value: 3: must be less than 2``."""
         title = _TITLES.get(self.type, "Invalid value")
-        if self.type in _VALUELESS or self.omit_value:
-            text = title
-        else:
-            text = f"{title}: {_value_text(self.value)}"
+        text = title if self.type in _VALUELESS else f"{title}: {_value_text(self.value)}"
         if self.type == "NotSupported" and self.detail:
             return f"{text}: supported values: {self.detail}"
         return f"{text}: {self.detail}" if self.detail else text
