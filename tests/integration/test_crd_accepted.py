@@ -24,7 +24,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from kubereflector.cache.listwatch import ListOptions
 from kubereflector.client import Client
-from kubereflector.errors import NotFoundError
+from kubereflector.errors import InvalidError, NotFoundError
 from kubereflector.models import JSONValue, resource_of
 from kubereflector.models.crd import (
     CustomResource,
@@ -414,3 +414,32 @@ async def test_two_versions_make_one_crd_with_one_storage_version(
     read = await target.client.get(f"{path}/g1")
     assert read["apiVersion"] == f"{GROUP}/v1"
     assert read["spec"] == {"size": 3, "colour": "green"}
+
+
+async def test_the_generated_schema_defaults_and_validates_widgets(
+    target: Target, applied: Applied
+) -> None:
+    await applied.apply(Widget)
+    path = objects_path(custom_resource_of(Widget), target)
+    api_version = resource_of(Widget).api_version
+    minimal: Widget = {
+        "apiVersion": api_version,
+        "kind": "Widget",
+        "metadata": {"name": "minimal"},
+        "spec": {"size": 2, "ports": [{"name": "http", "port": 80}]},
+    }
+    created = await target.client.create(path, minimal)
+    assert created["spec"]["colour"] == "blue"  # Default("blue")
+    assert created["spec"]["ports"] == [{"name": "http", "port": 80, "protocol": "TCP"}]
+    odd: Widget = {**minimal, "metadata": {"name": "odd"}, "spec": {"size": 3}}
+    with pytest.raises(InvalidError) as caught:
+        await target.client.create(path, odd)
+    assert "spec.size" in str(caught.value)  # Meta(multiple_of=2)
+    inverted: Widget = {
+        **minimal,
+        "metadata": {"name": "inverted"},
+        "spec": {"size": 2, "range": {"min": 3, "max": 1}},
+    }
+    with pytest.raises(InvalidError) as caught:
+        await target.client.create(path, inverted)
+    assert "min is above max" in str(caught.value)  # the Rule's message_expression

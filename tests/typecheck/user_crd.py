@@ -1,7 +1,8 @@
 """A custom resource declared in Python, typed like the built-in models: its objects are
-written as dict literals and read field by field with the types declared, and the
-declaration's API is typed too. Type-checked by test_typecheck.py, never run. The
-mistakes these types catch are in user_mistakes.py."""
+written as dict literals and read field by field with the types declared; its informer,
+lister, client and reconciler are typed by it; and the declaration's API is typed too.
+Type-checked by test_typecheck.py, never run. The mistakes these types catch are in
+user_mistakes.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ from typing import Annotated, Literal
 from msgspec import Meta
 from typing_extensions import NotRequired, TypedDict, assert_type
 
-from kubereflector.models import ApiResource, JSONValue, resource_of
+from kubereflector import (
+    Lister,
+    ResourceEventHandlerFuncs,
+    SharedIndexInformer,
+    SharedInformerFactory,
+)
+from kubereflector.client import Client, ResourceClient, load_config
+from kubereflector.models import ApiResource, Deployment, JSONValue, resource_of
 from kubereflector.models.apiextensions_v1 import CustomResourceDefinition, JSONSchemaProps
 from kubereflector.models.crd import (
     CustomResource,
@@ -31,6 +39,7 @@ from kubereflector.models.crd import (
     rules,
 )
 from kubereflector.models.meta_v1 import IntOrString, ObjectMeta
+from kubereflector.runtime import Manager, Request, Result
 
 
 class Port(TypedDict):
@@ -113,3 +122,34 @@ def the_declaration_is_typed() -> None:
     assert_type(manifest, CustomResourceDefinition)
     assert_type(manifest["spec"]["versions"][0]["name"], str)
     assert_type(resource.manifest(conversion={"strategy": "None"}), CustomResourceDefinition)
+
+
+def on_add(foo: Foo) -> None:
+    print(foo["spec"]["deploymentName"])
+
+
+async def typed_by_the_declaration(factory: SharedInformerFactory, client: Client) -> None:
+    foos = factory.informer_for(Foo)
+    assert_type(foos, SharedIndexInformer[Foo])
+    foos.add_event_handler(ResourceEventHandlerFuncs(on_add=on_add))
+    assert_type(factory.lister_for(Foo), Lister[Foo])
+    for foo in factory.lister_for(Foo).list():
+        assert_type(foo["spec"]["deploymentName"], str)
+    api = client.resource(Foo, namespace="default")
+    assert_type(api, ResourceClient[Foo])
+    assert_type(await api.create(FOO), Foo)
+    assert_type((await api.get("example-foo"))["spec"].get("replicas"), int | None)
+
+
+manager = Manager(load_config())
+
+
+@manager.reconciler(Foo, owns=[Deployment])
+async def reconcile(request: Request) -> Result | None:
+    foo = manager.lister_for(Foo).namespaced(request.namespace).get(request.name)
+    if foo is None:
+        return None
+    assert_type(foo, Foo)
+    replicas = foo["spec"].get("replicas", 1)
+    assert_type(replicas, int)
+    return None

@@ -188,6 +188,12 @@ def misread_a_custom_resource(gizmo: Gizmo) -> None:
 
 
 BAD_GIZMO: Gizmo = {"spec": {"size": 1.5}}  # E: TypedDict item "size" has type "int"
+
+
+async def created_the_wrong_model(client: Client, pod: Pod) -> None:
+    await client.resource(Gizmo, namespace="shop").create(pod)  # E: type "Pod"; expected "Gizmo"
+
+
 WRONG_MARKERS = (
     ListType("bag"),  # E: Argument 1 to "ListType" has incompatible type
     PrinterColumn("Size", ".spec.size", type="text"),  # E: Argument "type" to "PrinterColumn"
