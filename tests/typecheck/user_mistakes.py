@@ -23,9 +23,8 @@ from kubereflector import (
     run,
 )
 from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient, load_config
-from kubereflector.models import Deployment, Pod
+from kubereflector.models import Deployment, ObjectMeta, Pod
 from kubereflector.models.crd import ListType, PrinterColumn, Rule, custom_resource
-from kubereflector.models.meta_v1 import ObjectMeta
 from kubereflector.runtime import Manager
 from kubereflector.testing import FakeControllerSource
 
