@@ -12,7 +12,9 @@ defaulted (kube defaults before it validates; the emulator validates first, then
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ._statuses import FieldError
@@ -21,6 +23,26 @@ __all__ = ["RBAC_CHECKS", "RBAC_GROUP", "default_binding", "path_segment_errors"
 
 RBAC_GROUP: Final = "rbac.authorization.k8s.io"
 _SUBJECT_KINDS: Final = ("ServiceAccount", "User", "Group")
+
+
+@dataclass(frozen=True, slots=True)
+class _GoInvalid(FieldError):
+    """An Invalid whose value kube prints with Go's ``%#v`` (a slice, a struct)."""
+
+    go_value: str = ""
+
+    def text(self) -> str:
+        return f"Invalid value: {self.go_value}: {self.detail}"
+
+
+def _go_strings(values: list[Any]) -> str:
+    return "[]string{" + ", ".join(json.dumps(str(v), ensure_ascii=False) for v in values) + "}"
+
+
+def _go_role_ref(ref: Mapping[str, Any]) -> str:
+    fields = (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))
+    inner = ", ".join(f"{go}:{json.dumps(str(ref.get(key) or ''), ensure_ascii=False)}" for go, key in fields)
+    return f"rbac.RoleRef{{{inner}}}"
 
 
 def path_segment_errors(name: str) -> list[str]:
@@ -56,20 +78,20 @@ def _rule_errors(rules: Any, *, namespaced: bool) -> list[FieldError]:
         if urls:
             if namespaced:
                 errors.append(
-                    FieldError(
+                    _GoInvalid(
                         f"{path}.nonResourceURLs",
                         "Invalid",
                         "namespaced rules cannot apply to non-resource URLs",
-                        urls,
+                        go_value=_go_strings(urls),
                     )
                 )
             if any(_list(rule.get(k)) for k in ("apiGroups", "resources", "resourceNames")):
                 errors.append(
-                    FieldError(
+                    _GoInvalid(
                         f"{path}.nonResourceURLs",
                         "Invalid",
                         "rules cannot apply to both regular resources and non-resource URLs",
-                        urls,
+                        go_value=_go_strings(urls),
                     )
                 )
             continue
@@ -141,7 +163,11 @@ def _binding_errors(namespaced: bool) -> Callable[[Mapping[str, Any], Any], list
         for i, subject in enumerate(_list(obj.get("subjects"))):
             errors.extend(_subject_errors(_mapping(subject), f"subjects[{i}]", namespaced))
         if old is not None and _defaulted(old)["roleRef"] != ref:
-            errors.append(FieldError("roleRef", "Invalid", "cannot change roleRef", dict(ref)))
+            errors.append(
+                _GoInvalid(
+                    "roleRef", "Invalid", "cannot change roleRef", go_value=_go_role_ref(ref)
+                )
+            )
         return errors
 
     return check
