@@ -13,6 +13,7 @@ from .finalizer import (
 from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
 from .options import ControllerOptions
+from .permissions import ManagerDescription, Permission, Permissions, Rule
 from .predicates import (
     Predicate,
     and_,
@@ -36,13 +37,17 @@ __all__ = [
     "LeaderElection",
     "LeaderElectionLostError",
     "Manager",
+    "ManagerDescription",
     "ManagerError",
     "Mapper",
+    "Permission",
+    "Permissions",
     "Predicate",
     "ReconcileFunc",
     "Request",
     "RequestQueue",
     "Result",
+    "Rule",
     "Runnable",
     "TerminalError",
     "and_",

@@ -41,7 +41,9 @@ def _go_strings(values: list[Any]) -> str:
 
 def _go_role_ref(ref: Mapping[str, Any]) -> str:
     fields = (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))
-    inner = ", ".join(f"{go}:{json.dumps(str(ref.get(key) or ''), ensure_ascii=False)}" for go, key in fields)
+    inner = ", ".join(
+        f"{go}:{json.dumps(str(ref.get(key) or ''), ensure_ascii=False)}" for go, key in fields
+    )
     return f"rbac.RoleRef{{{inner}}}"
 
 
