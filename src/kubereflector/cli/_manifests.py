@@ -1,16 +1,16 @@
 """``kubereflector manifests MODULE:MANAGER``: print what deploys an operator (its
 ServiceAccount, least-privilege RBAC, Deployment, PodDisruptionBudget: see
 :mod:`kubereflector.runtime.manifests`), from its Manager's registrations, as YAML
-or JSON; with ``--check -- COMMAND``, run COMMAND against an emulator that enforces
-that RBAC for the operator's ServiceAccount and report what it refused
-(:mod:`._rbac_check`).
+or JSON; with ``--check COMMAND ...`` (last: all that follows is the command), run
+COMMAND against an emulator that enforces that RBAC for the operator's
+ServiceAccount and report what it refused (:mod:`._rbac_check`).
 
 ``MODULE`` is a module name (imported with the current directory on the path) or a
 ``.py`` file; ``MANAGER`` names a :class:`~kubereflector.runtime.Manager` in it, or a
 function that returns one when called with no arguments (called on an event loop,
 as a manager is built). While the module is imported and the manager built,
-``KUBECONFIG`` names a placeholder kubeconfig (unless ``--check`` gives a real one):
-nothing is sent to any server, and none is needed.
+``KUBECONFIG`` names a placeholder kubeconfig: nothing is sent to any server, and
+none is needed.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from ._context import CommandContext
 from ._errors import EXIT_OK, CliError, UsageError
@@ -63,74 +63,46 @@ def _replicas(text: str) -> int:
     return value
 
 
-class _RaisingParser(Parser):
-    """Reports a bad option as a :class:`UsageError` (one line, exit status 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def _options(kind: type[Parser] = Parser) -> Parser:
-    """The options of ``manifests``: given before MODULE:MANAGER, argparse reads them;
-    after it (where they are usually written, and where ``-- COMMAND`` follows),
-    :func:`run` reads them with the same definitions."""
-    options = kind(add_help=False)
-    options.add_argument(
-        "--name", help="the objects' name (default: the Lease's, else the module's)"
-    )
-    options.add_argument(
-        "-n", "--namespace", default="default", help="where the operator runs (default: default)"
-    )
-    options.add_argument("--image", help="the container image (default: NAME:latest)")
-    options.add_argument("--replicas", type=_replicas, default=1, help="pods (default: 1)")
-    options.add_argument(
-        "-o", "--output", choices=("yaml", "json"), default="yaml", help="yaml (default) or json"
-    )
-    options.add_argument(
-        "--check",
-        action="store_true",
-        help="run COMMAND (after --) against an emulator with this RBAC enforced",
-    )
-    options.add_argument(
-        "--report-only",
-        action="store_true",
-        help="with --check: serve what RBAC refuses, so that one run finds every gap",
-    )
-    return options
-
-
 def add_parser(commands: argparse._SubParsersAction[Parser], parents: Sequence[Parser]) -> Parser:
     """Add the ``manifests`` sub-command (``parents``: the ``--debug`` flag)."""
     parser = commands.add_parser(
         "manifests",
-        parents=[*parents, _options()],
-        usage="%(prog)s MODULE:MANAGER [options] [--check [--report-only] -- COMMAND ...]",
+        parents=parents,
+        usage="%(prog)s MODULE:MANAGER [options] [--report-only] [--check COMMAND ...]",
         help="print an operator's ServiceAccount, RBAC and Deployment; or check its RBAC",
         description="Print the ServiceAccount, least-privilege RBAC, Deployment and "
         "PodDisruptionBudget of the operator whose Manager MODULE:MANAGER builds. With "
-        "--check -- COMMAND: run COMMAND against an emulator that enforces that RBAC for "
+        "--check COMMAND: run COMMAND against an emulator that enforces that RBAC for "
         "the operator's ServiceAccount (KUBECONFIG), and report every request it refused.",
     )
     parser.add_argument(
         "target", metavar="MODULE:MANAGER", help="module (or .py file) and the Manager in it"
     )
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--name", help="the objects' name (default: the Lease's, else the module's)"
+    )
+    parser.add_argument(
+        "-n", "--namespace", default="default", help="where the operator runs (default: default)"
+    )
+    parser.add_argument("--image", help="the container image (default: NAME:latest)")
+    parser.add_argument("--replicas", type=_replicas, default=1, help="pods (default: 1)")
+    parser.add_argument(
+        "-o", "--output", choices=("yaml", "json"), default="yaml", help="yaml (default) or json"
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="with --check: serve what RBAC refuses, so that one run finds every gap",
+    )
+    parser.add_argument(
+        "--check",
+        nargs=argparse.REMAINDER,
+        metavar="COMMAND",
+        help="last: run COMMAND (all that follows; such as pytest tests/) against an "
+        "emulator with this RBAC enforced, and report what it refused",
+    )
     parser.set_defaults(handler=run)
     return parser
-
-
-def _parse_rest(args: argparse.Namespace) -> list[str]:
-    """Read the options written after MODULE:MANAGER into ``args``; the command after
-    ``--``. Raises :class:`UsageError` for a bad option."""
-    rest = list(args.rest)
-    command: list[str] = []
-    if "--" in rest:
-        at = rest.index("--")
-        rest, command = rest[:at], rest[at + 1 :]
-    _, unknown = _options(_RaisingParser).parse_known_args(rest, namespace=args)
-    if unknown:
-        raise UsageError(f"unexpected arguments {unknown!r} (a command goes after --check --)")
-    return command
 
 
 @contextlib.contextmanager
@@ -254,12 +226,12 @@ def dump(objects: Sequence[Manifest], output: str) -> str:
 
 async def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Print the manifests, or (``--check``) run the check; returns the exit status."""
-    command = _parse_rest(args)
-    if args.check and not command:
-        raise UsageError("--check needs the command to run after --, such as: -- pytest tests/")
-    if command and not args.check:
-        raise UsageError(f"unexpected arguments {command!r} (a command runs only with --check)")
-    if args.report_only and not args.check:
+    command = list(args.check or ())
+    if command and command[0] == "--":
+        command = command[1:]
+    if args.check is not None and not command:
+        raise UsageError("--check needs the command to run, such as: --check pytest tests/")
+    if args.report_only and args.check is None:
         raise UsageError("--report-only goes with --check")
     with placeholder_kubeconfig():
         manager = load_manager(args.target)
@@ -269,7 +241,7 @@ async def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise CliError(str(err)) from None
     for warning in warnings:
         ctx.err(f"kubereflector: warning: {warning}")
-    if not args.check:
+    if not command:
         ctx.out(dump(objects, args.output))
         return EXIT_OK
     from ._rbac_check import check

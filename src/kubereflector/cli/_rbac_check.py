@@ -1,4 +1,4 @@
-"""``kubereflector manifests MODULE:MANAGER --check -- COMMAND``: run the operator's
+"""``kubereflector manifests MODULE:MANAGER --check COMMAND ...``: run the operator's
 tests (COMMAND) against an emulator that enforces the generated RBAC for the
 operator's ServiceAccount, and report every request it refused.
 
