@@ -127,3 +127,9 @@ MISSPELLED: Deployment = {
     }
 }
 NO_TEMPLATE: Deployment = {"spec": {"selector": {}}}  # E: Missing key "template" for TypedDict
+
+
+def declared_a_permission_as_a_tuple(manager: Manager) -> None:
+    manager.reconciler(
+        "configmaps", rbac=[("secrets", "get")]
+    )  # E: List item 0 has incompatible type

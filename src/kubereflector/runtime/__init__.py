@@ -12,8 +12,16 @@ from .finalizer import (
 )
 from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
+from .manifests import DEFAULT_RESOURCES, Manifest, manifests
 from .options import ControllerOptions
-from .permissions import ManagerDescription, Permission, Permissions, Rule
+from .permissions import (
+    ManagerDescription,
+    Permission,
+    Permissions,
+    ResourceRef,
+    Rule,
+    resolve_resource,
+)
 from .predicates import (
     Predicate,
     and_,
@@ -29,6 +37,7 @@ from .reconcile import ReconcileFunc, Request, Result, TerminalError
 from .runnable import Runnable
 
 __all__ = [
+    "DEFAULT_RESOURCES",
     "Controller",
     "ControllerOptions",
     "ControllerStoppedError",
@@ -39,6 +48,7 @@ __all__ = [
     "Manager",
     "ManagerDescription",
     "ManagerError",
+    "Manifest",
     "Mapper",
     "Permission",
     "Permissions",
@@ -46,6 +56,7 @@ __all__ = [
     "ReconcileFunc",
     "Request",
     "RequestQueue",
+    "ResourceRef",
     "Result",
     "Rule",
     "Runnable",
@@ -60,8 +71,10 @@ __all__ = [
     "generation_changed",
     "label_selector",
     "labels_changed",
+    "manifests",
     "not_",
     "or_",
     "remove_finalizer_patch",
+    "resolve_resource",
     "resource_version_changed",
 ]
