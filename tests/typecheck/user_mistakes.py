@@ -130,6 +130,5 @@ NO_TEMPLATE: Deployment = {"spec": {"selector": {}}}  # E: Missing key "template
 
 
 def declared_a_permission_as_a_tuple(manager: Manager) -> None:
-    manager.reconciler(
-        "configmaps", rbac=[("secrets", "get")]
-    )  # E: List item 0 has incompatible type
+    wanted = [("secrets", "get")]
+    manager.reconciler("configmaps", rbac=wanted)  # E: Argument "rbac" to "reconciler"
