@@ -68,7 +68,8 @@ class ApiServerEmulator:
     seconds between BOOKMARKs on watches that allow them. ``rbac``: what happens to
     a request RBAC refuses (``"enforce"``: a 403, as kube-apiserver; ``"report"``:
     served anyway); either way it is kept in :meth:`denials`. The emulator's own
-    token is in ``system:masters``, which RBAC never refuses.
+    token is user ``admin`` in ``system:masters``, which RBAC never refuses (and
+    without a token every request is that user).
     """
 
     def __init__(

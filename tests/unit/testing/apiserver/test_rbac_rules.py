@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
+from kubereflector.testing import FakeClock
 from kubereflector.testing.apiserver._rbac import (
     Attributes,
     forbidden,
     request_attributes,
     rule_allows,
 )
-from kubereflector.testing.apiserver._users import UserInfo
+from kubereflector.testing.apiserver._users import ADMIN, UserInfo, Users
 
 USER = UserInfo("u", ("system:authenticated",))
 
@@ -285,3 +286,44 @@ def test_the_403_names_what_was_refused_and_escapes_html() -> None:
         'forbidden: User "u" cannot get path "/metrics"',
         {},
     )
+
+
+def test_tokens_say_who_asks_until_they_expire_or_their_service_account_goes() -> None:
+    clock = FakeClock()
+    accounts = {("ns", "bot"): "uid-1"}
+    users = Users(
+        "admin-token", clock=clock, service_account_uid=lambda ns, n: accounts.get((ns, n))
+    )
+    assert users.required
+    assert users.authenticate("admin-token") == ADMIN
+    assert ADMIN.is_master()
+    alice = users.add("alice-token", "alice", ["team"])
+    assert alice == UserInfo("alice", ("team", "system:authenticated"))
+    assert users.authenticate("alice-token") == alice
+    assert users.authenticate("nobody") is None
+    with pytest.raises(ValueError, match="in use"):
+        users.add("admin-token", "mallory")
+    with pytest.raises(TypeError, match="groups is a list"):
+        users.add("t", "bob", "team")
+    token = users.mint("ns", "bot", "uid-1", 600)
+    bot = users.authenticate(token)
+    assert bot == UserInfo(
+        "system:serviceaccount:ns:bot",
+        ("system:serviceaccounts", "system:serviceaccounts:ns", "system:authenticated"),
+        "uid-1",
+    )
+    assert bot is not None
+    assert not bot.is_master()
+    clock.step(599)
+    assert users.authenticate(token) == bot
+    clock.step(1)
+    assert users.authenticate(token) is None  # expired, on the emulator's clock
+    again = users.mint("ns", "bot", "uid-1", 600)
+    accounts[("ns", "bot")] = "uid-2"  # deleted and made again: another ServiceAccount
+    assert users.authenticate(again) is None
+    assert repr(users) == "<Users static=1 minted=1>"  # (the expired one forgotten); no token
+
+
+def test_without_a_token_everyone_is_the_admin() -> None:
+    users = Users(None, clock=FakeClock(), service_account_uid=lambda ns, n: None)
+    assert not users.required
