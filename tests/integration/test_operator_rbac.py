@@ -6,6 +6,7 @@ exactly that RBAC, without one 403; what the RBAC does not grant stays refused.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from conftest import KUBECONFIG_ENV, Target
 from test_configmap_replicator import keep_the_copies, load_example
 from test_rbac import review, settled
 
+from kubereflector.errors import ApiError
 from kubereflector.runtime import Manager
 from kubereflector.runtime.manifests import manifests
 
@@ -125,3 +127,46 @@ async def test_the_replicator_runs_under_exactly_its_generated_rbac(
     assert requests_answered(manager, "403") == 0
     if target.emulator is not None:
         assert target.emulator.denials() == []
+
+
+async def test_a_cluster_wide_operators_manifests_apply(target: Target) -> None:
+    ns = target.namespace
+    example = load_example()
+    flags = ["--kubeconfig", admin_kubeconfig(target), "--leader-elect", "--lease-name", NAME]
+    name = f"replicator-{ns}"  # ClusterRoles are cluster-wide: one per test
+    objects = manifests(
+        example.build(example.parse_args(flags)).describe(), name=name, namespace=ns, image="r:1"
+    )
+    assert [o["kind"] for o in objects] == [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Deployment",
+    ]
+    try:
+        await apply(target, objects)
+        user = f"system:serviceaccount:{ns}:{name}"
+        everywhere = {"verb": "list", "resource": "configmaps"}
+        await settled(target, {"user": user, "resourceAttributes": everywhere})
+        lease = {"verb": "update", "resource": "leases", "group": "coordination.k8s.io"}
+        assert (
+            await review(
+                target,
+                {"user": user, "resourceAttributes": {**lease, "namespace": ns, "name": NAME}},
+            )
+        )["allowed"]
+        assert not (
+            await review(
+                target,
+                {
+                    "user": user,
+                    "resourceAttributes": {**lease, "namespace": "default", "name": NAME},
+                },
+            )
+        )["allowed"]
+    finally:
+        for kind in ("clusterrolebindings", "clusterroles"):
+            with contextlib.suppress(ApiError):
+                await target.client.delete(f"/apis/rbac.authorization.k8s.io/v1/{kind}/{name}")

@@ -32,6 +32,9 @@ ANY: Any = object()
 SETTLE = 10.0
 """Seconds a real server may take to see new RBAC objects (its authorizer reads an
 informer); the emulator sees them at once."""
+TOKEN_CACHE = 10.0
+"""Seconds kube-apiserver keeps a token it has authenticated in its cache (so a
+deleted ServiceAccount's token works that much longer there)."""
 
 
 def admin_config(target: Target) -> Any:
@@ -455,7 +458,7 @@ async def test_token_requests_are_checked_and_tokens_die_with_their_service_acco
         assert answer["status"] == {"allowed": False}
         await target.client.delete(f"{base}/short")
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + SETTLE
+        deadline = loop.time() + TOKEN_CACHE + SETTLE
         while (code := await status_of(short.get("/apis"))) == 200:
             # a real server may see the deletion a moment later; the emulator at once
             assert target.emulator is None, "the emulator took the token after the deletion"
