@@ -2,7 +2,8 @@
 tests (COMMAND) against an emulator that enforces the generated RBAC for the
 operator's ServiceAccount, and report every request it refused.
 
-The emulator (in this process, on 127.0.0.1) starts with the manifests applied
+The emulator (in this process, on 127.0.0.1; HTTPS when the ``emulator`` extra is
+installed, so that kubectl sends it tokens) starts with the manifests applied
 (their namespaces created), and COMMAND runs with:
 
 * ``KUBECONFIG``: a kubeconfig with the ServiceAccount's token (minted as the
@@ -29,12 +30,16 @@ import os
 import signal
 import tempfile
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..runtime.manifests import Manifest
 from ..runtime.permissions import resolve_resource
 from ._context import CommandContext
 from ._errors import EXIT_ERROR, EXIT_OK, CliError
+
+if TYPE_CHECKING:
+    from ..testing.apiserver import Denial
+    from ..testing.apiserver._authorization import RbacMode
 
 __all__ = ["ADMIN_ENV", "NAMESPACE_ENV", "check", "permission_for"]
 
@@ -77,13 +82,21 @@ async def check(
 ) -> int:
     """Run ``command`` against an emulator holding ``objects``; report; the exit status."""
     from ..testing.apiserver import ApiServerEmulator
+    from ..testing.apiserver._tls import EmulatorExtraMissing
 
     account = next((o for o in objects if o.get("kind") == "ServiceAccount"), None)
     if account is None:
         raise CliError("the manifests have no ServiceAccount to check")
     meta: Mapping[str, Any] = account.get("metadata") or {}
     name, namespace = str(meta["name"]), str(meta["namespace"])
-    async with ApiServerEmulator(rbac="report" if report_only else "enforce") as server:
+    mode: RbacMode = "report" if report_only else "enforce"
+    server = ApiServerEmulator(tls=True, rbac=mode)
+    try:
+        await server.start()
+    except EmulatorExtraMissing:  # HTTPS needs the emulator extra; kubectl needs HTTPS
+        server = ApiServerEmulator(rbac=mode)
+        await server.start()
+    try:
         namespaces = {namespace} | {
             str(o["metadata"]["namespace"])
             for o in objects
@@ -107,6 +120,23 @@ async def check(
             )
             status = await _run(command, env, ctx)
         denials = server.denials()
+    finally:
+        await server.stop()
+    refused = _report(denials, ctx)
+    if refused:
+        ctx.err(
+            f"kubereflector: {refused} request{'s' if refused != 1 else ''} refused by the "
+            "generated RBAC"
+        )
+    elif status == 0:
+        ctx.err("kubereflector: no request was refused")
+    if status != 0:
+        return status
+    return EXIT_ERROR if refused else EXIT_OK
+
+
+def _report(denials: Sequence[Denial], ctx: CommandContext) -> int:
+    """Print one line per distinct refused request; returns how many were refused."""
     seen: collections.Counter[tuple[str, str, str, str, str, str, str]] = collections.Counter()
     for d in denials:
         seen[(d.verb, d.api_group, d.resource, d.subresource, d.namespace, d.name, d.path)] += 1
@@ -121,17 +151,7 @@ async def check(
             line = f"refused: {verb} {target}{named}{where}"
         fix = permission_for(verb, group, resource, sub, object_name)
         ctx.out(f"{line} ({count}x){'; allow it with ' + fix if fix else ''}")
-    if seen:
-        total = sum(seen.values())
-        ctx.err(
-            f"kubereflector: {total} request{'s' if total != 1 else ''} refused by the "
-            "generated RBAC"
-        )
-    elif status == 0:
-        ctx.err("kubereflector: no request was refused")
-    if status != 0:
-        return status
-    return EXIT_ERROR if seen else EXIT_OK
+    return sum(seen.values())
 
 
 async def _run(command: Sequence[str], env: Mapping[str, str], ctx: CommandContext) -> int:
