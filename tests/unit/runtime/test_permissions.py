@@ -217,3 +217,17 @@ def test_permissions_allow_by_where_they_apply() -> None:
     lease = ("update", "coordination.k8s.io", "leases")
     assert permissions.allows(*lease, namespace="shop", name="op")
     assert not permissions.allows(*lease, namespace="shop", name="other")
+
+
+def test_reconcilers_declared_with_models_describe_the_same_rbac() -> None:
+    from kubereflector.models import ConfigMap, Deployment, Pod
+
+    by_model = manager(namespace="shop")
+    by_model.reconciler(
+        Deployment, owns=[Pod], watches=[(ConfigMap, lambda o: [])], reconcile=nothing
+    )
+    by_name = manager(namespace="shop")
+    by_name.reconciler(
+        "deployments.apps", owns=["pods"], watches=[("configmaps", lambda o: [])], reconcile=nothing
+    )
+    assert by_model.describe() == by_name.describe()
