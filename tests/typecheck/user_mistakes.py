@@ -198,3 +198,8 @@ WRONG_MARKERS = (
     PrinterColumn("Size", ".spec.size", type="text"),  # E: Argument "type" to "PrinterColumn"
     Rule("self > 0", reason="Invalid"),  # E: Argument "reason" to "Rule"
 )
+
+
+def declared_a_permission_as_a_tuple(manager: Manager) -> None:
+    wanted = [("secrets", "get")]
+    manager.reconciler("configmaps", rbac=wanted)  # E: Argument "rbac" to "reconciler"
