@@ -1,26 +1,30 @@
 """Mistakes mypy --strict must catch. Each line ending in an "E:" comment must get a
 mypy error containing the comment's text, and no other line may get one
 (test_typecheck.py).
-The correct versions of these lines are in user_async.py, user_sync.py and
-user_typed_objects.py."""
+The correct versions of these lines are in user_async.py, user_sync.py,
+user_typed_objects.py, user_generics.py and user_crd.py."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from typing_extensions import NotRequired, TypedDict
+
 from kubereflector import (
     DeletedFinalStateUnknown,
     FilteringResourceEventHandler,
     KubeObject,
+    Lister,
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
     SharedInformerFactory,
     SyncSharedInformerFactory,
     run,
 )
-from kubereflector.client import ResourceClient, SyncResourceClient, load_config
-from kubereflector.models import Deployment, Pod
+from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient, load_config
+from kubereflector.models import Deployment, ObjectMeta, Pod
+from kubereflector.models.crd import ListType, PrinterColumn, Rule, custom_resource
 from kubereflector.runtime import Manager
 from kubereflector.testing import FakeControllerSource
 
@@ -127,3 +131,75 @@ MISSPELLED: Deployment = {
     }
 }
 NO_TEMPLATE: Deployment = {"spec": {"selector": {}}}  # E: Missing key "template" for TypedDict
+
+
+# -- typed by models: the informer, the lister, the handlers, the client ----------------
+
+
+def on_deployment(deployment: Deployment) -> None:
+    print(deployment["spec"]["replicas"])
+
+
+async def misread_a_typed_cache(factory: SharedInformerFactory, manager: Manager) -> None:
+    for pod in factory.lister_for(Pod).list():
+        print(pod["spec"]["nodeNmae"])  # E: TypedDict "PodSpec" has no key "nodeNmae"
+    web = manager.lister_for(Pod).namespaced("shop").get("web")
+    print(web["metadata"])  # E: Value of type "Pod | None" is not indexable
+    factory.informer_for(Pod).add_event_handler(
+        ResourceEventHandlerFuncs(on_add=on_deployment)  # E: "Callable[[Deployment], None]"
+    )
+    deployments: Lister[Deployment] = factory.lister_for(Pod)  # E: expected "type[Deployment]"
+    print(deployments, factory.informer_for(int))  # E: Value of type variable "ModelT"
+
+
+async def wrote_the_wrong_thing(client: Client, deployment: Deployment) -> None:
+    pods = client.resource(Pod, namespace="shop")
+    pod = await pods.get("web")
+    pod["spec"]["nodeName"] = 3  # E: Value of "nodeName" has incompatible type "int"
+    await pods.create(deployment)  # E: type "Deployment"; expected "Pod"
+    async with pods.watch() as events:
+        async for event in events:
+            print(event.object["spec"]["replicas"])  # E: TypedDict "PodSpec" has no key "replicas"
+
+
+def wrote_the_wrong_thing_blocking(client: SyncClient, deployment: Deployment) -> None:
+    pods = client.resource(Pod, namespace="shop")
+    pods.update(deployment)  # E: type "Deployment"; expected "Pod"
+    pods.apply(
+        {"spec": {"containers": [], "nodeNmae": "n1"}},  # E: Extra key "nodeNmae" for TypedDict
+        field_manager="me",
+    )
+
+
+class GizmoSpec(TypedDict):
+    size: int
+
+
+@custom_resource(group="example.com", version="v1", scope="Namespace")  # E: Argument "scope"
+class Gizmo(TypedDict):
+    metadata: NotRequired[ObjectMeta]
+    spec: GizmoSpec
+
+
+def misread_a_custom_resource(gizmo: Gizmo) -> None:
+    print(gizmo["spec"]["sise"])  # E: TypedDict "GizmoSpec" has no key "sise"
+    gizmo["spec"]["size"] = "3"  # E: Value of "size" has incompatible type "str"
+
+
+BAD_GIZMO: Gizmo = {"spec": {"size": 1.5}}  # E: TypedDict item "size" has type "int"
+
+
+async def created_the_wrong_model(client: Client, pod: Pod) -> None:
+    await client.resource(Gizmo, namespace="shop").create(pod)  # E: type "Pod"; expected "Gizmo"
+
+
+WRONG_MARKERS = (
+    ListType("bag"),  # E: Argument 1 to "ListType" has incompatible type
+    PrinterColumn("Size", ".spec.size", type="text"),  # E: Argument "type" to "PrinterColumn"
+    Rule("self > 0", reason="Invalid"),  # E: Argument "reason" to "Rule"
+)
+
+
+def declared_a_permission_as_a_tuple(manager: Manager) -> None:
+    wanted = [("secrets", "get")]
+    manager.reconciler("configmaps", rbac=wanted)  # E: Argument "rbac" to "reconciler"

@@ -12,7 +12,16 @@ from .finalizer import (
 )
 from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
+from .manifests import DEFAULT_RESOURCES, Manifest, manifests
 from .options import ControllerOptions
+from .permissions import (
+    ManagerDescription,
+    Permission,
+    Permissions,
+    ResourceRef,
+    Rule,
+    resolve_resource,
+)
 from .predicates import (
     Predicate,
     and_,
@@ -28,6 +37,7 @@ from .reconcile import ReconcileFunc, Request, Result, TerminalError
 from .runnable import Runnable
 
 __all__ = [
+    "DEFAULT_RESOURCES",
     "Controller",
     "ControllerOptions",
     "ControllerStoppedError",
@@ -36,13 +46,19 @@ __all__ = [
     "LeaderElection",
     "LeaderElectionLostError",
     "Manager",
+    "ManagerDescription",
     "ManagerError",
+    "Manifest",
     "Mapper",
+    "Permission",
+    "Permissions",
     "Predicate",
     "ReconcileFunc",
     "Request",
     "RequestQueue",
+    "ResourceRef",
     "Result",
+    "Rule",
     "Runnable",
     "TerminalError",
     "and_",
@@ -55,8 +71,10 @@ __all__ = [
     "generation_changed",
     "label_selector",
     "labels_changed",
+    "manifests",
     "not_",
     "or_",
     "remove_finalizer_patch",
+    "resolve_resource",
     "resource_version_changed",
 ]
