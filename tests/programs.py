@@ -192,10 +192,11 @@ def run_sync(
     *,
     timeout: float = STEP,
     env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     check: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """``subprocess.run(command, capture_output=True, text=True)`` with
-    :func:`environment` (``env``); after ``timeout`` seconds raises
+    """``subprocess.run(command, capture_output=True, text=True)`` (in ``cwd``)
+    with :func:`environment` (``env``); after ``timeout`` seconds raises
     :class:`ProgramHung` with the program's stacks. ``check``: raise
     ``CalledProcessError`` on a non-zero status, naming stdout and stderr."""
     path = _stacks_path()
@@ -206,6 +207,7 @@ def run_sync(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        cwd=cwd,
     ) as proc:
         try:
             out, err = proc.communicate(timeout=timeout)

@@ -14,6 +14,7 @@ import contextlib
 import importlib.util
 import random
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -101,7 +102,7 @@ class Churn:
                     await api.delete(copy)
 
 
-def unconverged(objects: list[dict[str, Any]]) -> list[str]:
+def unconverged(objects: Sequence[Mapping[str, Any]]) -> list[str]:
     """What is not as the operator should leave it, in the ConfigMaps ``objects`` of
     one namespace (as the server lists them): a parent without its copies or its
     finalizer, a copy missing, extra or with other data, a deleted parent still

@@ -11,7 +11,8 @@ instance of your own, never at one others use. KUBECONFIG must reach that
 instance (its port is checked against ``config.env``).
 
 examples/configmap_replicator.py runs here, in this process (the example's own
-Manager, with leader election; restarted when it ends, as a pod would be),
+Manager, with leader election unless ``--no-leader-election``; restarted when it
+ends, as a pod would be: a silent connection may cost it its lease),
 reaching the server through a loopback TCP proxy; churn writes parents and
 copies directly, ``--rate`` a second. Each round of a scenario injects its
 fault under churn, then stops the churn and waits until the operator has
@@ -20,10 +21,11 @@ operator's cache equal to the server's ConfigMaps (names and
 resourceVersions). The scenarios:
 
 * ``compaction``: the server restarted with etcd compaction every few seconds
-  (``KR_COMPACTION_INTERVAL``); each round the operator's connections go silent
-  for longer than the watch cache holds events, then are reset: its watches
-  resume from a compacted resourceVersion, get 410 Expired and relist. (At the
-  end the server is restarted with its usual interval.)
+  (``KR_COMPACTION_INTERVAL``) and without its watch cache (so that etcd serves
+  the watches); each round the operator's connections go silent for
+  ``--silence`` seconds of churn (its lease renewals retry on new connections),
+  then are reset: its watches resume from a compacted resourceVersion, get 410
+  Expired and relist. (At the end the server is restarted as it was.)
 * ``apiserver-kill``: kube-apiserver SIGKILLed mid-stream, restarted a few
   seconds later (etcd keeps running).
 * ``etcd-restart``: etcd stopped (SIGTERM) and started again under a running
@@ -157,12 +159,13 @@ class Counters:
 class Operator:
     """The example's Manager in this process, restarted whenever it ends."""
 
-    def __init__(self, kubeconfig: str, namespace: str) -> None:
+    def __init__(self, kubeconfig: str, namespace: str, *, leader_elect: bool) -> None:
         self.example = load_example()
+        election = ["--leader-elect", "--lease-name", "chaos", "--lease-namespace", namespace]
         self.args = self.example.parse_args(
             [
                 *("--kubeconfig", kubeconfig, "--namespace", namespace),
-                *("--leader-elect", "--lease-name", "chaos", "--lease-namespace", namespace),
+                *(election if leader_elect else []),
                 *("--metrics-port", "0", "--health-port", "0"),
             ]
         )
@@ -294,23 +297,26 @@ class Chaos:
 
     async def compaction(self, outcome: Outcome) -> None:
         every = self.args.compaction_interval
-        print(f"  restarting kube-apiserver with etcd compaction every {every}", flush=True)
-        await self.server.restart_apiserver(KR_COMPACTION_INTERVAL=every)
+        print(f"  restarting kube-apiserver: etcd compaction every {every}, no watch cache")
+        # Without the watch cache, watches are served by etcd: one resumed from a
+        # compacted revision gets 410 (with it, from a window of ~75 s of events).
+        await self.server.restart_apiserver(
+            KR_COMPACTION_INTERVAL=every, KR_APISERVER_EXTRA_ARGS="--watch-cache=false"
+        )
         await self.converge(Outcome("(restart)"), time.monotonic())
         assert self.proxy is not None
         try:
             for n in range(self.args.rounds):
                 print(f" compaction round {n + 1}", flush=True)
                 self.churn_on()
-                self.proxy.black_hole()  # the operator hears nothing while churn goes on
+                self.proxy.stall()  # the operator's watches hear nothing meanwhile
                 await asyncio.sleep(self.args.silence)
-                self.proxy.cut()
-                self.proxy.restore()  # its watches resume from a compacted resourceVersion
+                self.proxy.cut()  # they resume from a resourceVersion compacted since
+                cut = time.monotonic()
                 await self.churn_for(5.0)
-                await self.converge(outcome, time.monotonic())
+                await self.converge(outcome, cut)
         finally:
-            self.proxy.restore()
-            print("  restarting kube-apiserver with its usual compaction interval", flush=True)
+            print("  restarting kube-apiserver with its usual settings", flush=True)
             await self.server.restart_apiserver()
 
     async def apiserver_kill(self, outcome: Outcome) -> None:
@@ -364,7 +370,7 @@ class Chaos:
             self.proxy = await stack.enter_async_context(TcpProxy("127.0.0.1", port))
             proxied = _proxied_kubeconfig(args.kubeconfig, self.proxy.port)
             stack.callback(os.unlink, proxied)
-            self.operator = Operator(proxied, self.namespace)
+            self.operator = Operator(proxied, self.namespace, leader_elect=args.leader_elect)
             self.churn = Churn(self.client, self.namespace, args.parents, args.rate)
             running = asyncio.create_task(self.operator.run())
             print(f"chaos: namespace {self.namespace}, operator through {self.proxy.port}")
@@ -450,6 +456,13 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=40.0,
         help="seconds the operator hears nothing (compaction)",
+    )
+    parser.add_argument(
+        "--no-leader-election",
+        dest="leader_elect",
+        action="store_false",
+        help="run the operator without (a silent connection then cannot cost it its lease,"
+        " so its watches must notice by themselves)",
     )
     parser.add_argument("--json", help="write the outcomes there")
     args = parser.parse_args(argv)

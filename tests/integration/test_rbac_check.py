@@ -6,13 +6,14 @@ would allow it. The check brings its own emulator, whatever the suite's target.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
+
+from programs import PROGRAM_TEST_TIMEOUT, STEP, finish, start
 
 pytestmark = pytest.mark.asyncio
 
@@ -62,7 +63,7 @@ async def check(
 ) -> tuple[int, str, str]:
     (tmp_path / "shop_operator.py").write_text(OPERATOR.replace("DECLARED", declared))
     (tmp_path / "check_shop.py").write_text(TEST)
-    proc = await asyncio.create_subprocess_exec(
+    proc = await start(
         sys.executable,
         "-m",
         "kubereflector",
@@ -76,12 +77,10 @@ async def check(
         "check_shop.py",
         cwd=tmp_path,
         env={**os.environ, "EXIT": str(exit_status)},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = await finish(proc, 2 * STEP)  # the check runs kubectl several times
     assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return proc.returncode, out, err
 
 
 REFUSED = re.compile(
@@ -89,7 +88,7 @@ REFUSED = re.compile(
 )
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_an_undeclared_request_is_refused_and_reported(tmp_path: Path) -> None:
     status, out, err = await check(tmp_path, "[]")
     assert status == 1, err
@@ -99,7 +98,7 @@ async def test_an_undeclared_request_is_refused_and_reported(tmp_path: Path) -> 
     assert "403 Forbidden: pods is forbidden" in err  # the operator met the refusal
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_report_only_serves_what_it_would_refuse(tmp_path: Path) -> None:
     status, out, err = await check(tmp_path, "[]", "--report-only")
     assert status == 1, err
@@ -108,14 +107,14 @@ async def test_report_only_serves_what_it_would_refuse(tmp_path: Path) -> None:
     assert "403" not in err  # served: the reconcile went on
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_declared_permissions_leave_nothing_to_report(tmp_path: Path) -> None:
     status, out, err = await check(tmp_path, '[Permission("pods", "list")]')
     assert (status, out) == (0, ""), err
     assert err.splitlines()[-1] == "kubereflector: no request was refused"
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 async def test_a_failing_command_gives_its_status(tmp_path: Path) -> None:
     status, out, _ = await check(tmp_path, '[Permission("pods", "list")]', exit_status=3)
     assert (status, out) == (3, "")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 import textwrap
 import uuid
@@ -19,6 +18,7 @@ import yaml
 from kubereflector import cli
 from kubereflector.cli._errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from kubereflector.models.crd import crd_manifest
+from programs import PROGRAM_TEST_TIMEOUT, run_sync
 
 MODULE = """
     from typing import Annotated
@@ -189,9 +189,8 @@ def test_the_command_is_in_the_help() -> None:
     assert "--output" in out.getvalue()
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 def test_the_declarations_load_only_when_the_command_runs() -> None:
     code = "import sys, kubereflector.cli; print('kubereflector.models.crd' in sys.modules)"
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=20
-    )
+    loaded = run_sync([sys.executable, "-c", code], check=True)
     assert loaded.stdout.strip() == "False"

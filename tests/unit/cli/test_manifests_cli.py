@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import pytest
 import yaml
 
 from kubereflector import cli
+from programs import PROGRAM_TEST_TIMEOUT, run_sync
 
 OPERATOR = """\
 from kubereflector.client import load_config
@@ -153,11 +153,10 @@ def test_help_shows_the_options_and_the_check() -> None:
         assert option in text
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 def test_the_command_line_loads_the_runtime_only_for_manifests() -> None:
     code = "import sys, kubereflector.cli; print('kubereflector.runtime' in sys.modules)"
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=20
-    )
+    loaded = run_sync([sys.executable, "-c", code], check=True)
     assert loaded.stdout.strip() == "False"
 
 

@@ -5,7 +5,6 @@ gathered into one CRD, and the manifest (sample-controller's Foo as the golden o
 from __future__ import annotations
 
 import copy
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -29,6 +28,7 @@ from kubereflector.models.crd import (
     declaration_of,
 )
 from kubereflector.models.meta_v1 import ObjectMeta
+from programs import PROGRAM_TEST_TIMEOUT, run_sync
 
 SAMPLE_CONTROLLER = Path(
     "/root/kr-apiserver/src/kubernetes/staging/src/k8s.io/sample-controller/artifacts/examples"
@@ -542,6 +542,7 @@ def test_a_rule_on_the_object_reaches_its_root() -> None:
     ]
 
 
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
 def test_the_schema_machinery_loads_with_the_first_schema() -> None:
     code = (
         "import sys, kubereflector.models\n"
@@ -553,12 +554,7 @@ def test_the_schema_machinery_loads_with_the_first_schema() -> None:
         "kubereflector.models.crd.crd_manifest(crd_models.Foo)\n"
         "print('kubereflector.models._crd.schema' in sys.modules)\n"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=20,
-        cwd=Path(__file__).resolve().parents[3],
+    loaded = run_sync(
+        [sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[3]
     )
     assert loaded.stdout.split() == ["False", "False", "True"]
