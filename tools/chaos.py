@@ -46,6 +46,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import faulthandler
 import json
 import os
 import signal
@@ -473,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1 or args.rate <= 0 or args.parents < 1 or args.converge_within <= 0:
         parser.error("--rounds, --rate, --parents and --converge-within must be positive")
     server = Server(Path(args.apiserver_home))
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # kill -USR1: where is it?
     outcomes = asyncio.run(Chaos(args, server).run())
     text, ok = report(outcomes, args.converge_within)
     print(text)
