@@ -363,6 +363,8 @@ class Chaos:
                 f"chaos: {args.kubeconfig} reaches port {port}, but {server.home} runs its "
                 f"kube-apiserver on {server.config().get('KR_APISERVER_PORT')}"
             )
+        # kill -USR1: where each task is (a run that does not end says why).
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, _print_tasks)
         await server.start()  # idempotent: ready, or started
         async with contextlib.AsyncExitStack() as stack:
             self.client = await stack.enter_async_context(Client(config))
@@ -400,6 +402,11 @@ class Chaos:
             f.name: getattr(now, f.name) - getattr(before, f.name)
             for f in dataclasses.fields(Counters)
         }
+
+
+def _print_tasks() -> None:
+    for task in asyncio.all_tasks():
+        task.print_stack(file=sys.stderr)
 
 
 def _proxied_kubeconfig(path: str, port: int) -> str:
@@ -474,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1 or args.rate <= 0 or args.parents < 1 or args.converge_within <= 0:
         parser.error("--rounds, --rate, --parents and --converge-within must be positive")
     server = Server(Path(args.apiserver_home))
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # kill -USR1: where is it?
+    faulthandler.register(signal.SIGUSR2, all_threads=True)  # kill -USR2: its threads
     outcomes = asyncio.run(Chaos(args, server).run())
     text, ok = report(outcomes, args.converge_within)
     print(text)

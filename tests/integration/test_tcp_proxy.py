@@ -111,6 +111,31 @@ async def test_a_stalled_connection_stays_silent_and_new_ones_work() -> None:
         fresh_writer.close()
 
 
+async def test_held_connections_that_are_cut_end_and_stop_waits_for_nothing() -> None:
+    """A stalled connection, and one in a black hole, when cut: their forwarding
+    ends (found by the chaos runs: stop() waited for ever on a stalled connection
+    that an earlier cut() had reset)."""
+    async with echo_and_proxy() as (_echo, proxy):
+        stalled_reader, stalled_writer = await connect(proxy)
+        stalled_writer.write(b"a")
+        assert await asyncio.wait_for(stalled_reader.readexactly(1), WAIT) == b"a"
+        proxy.stall()
+        proxy.black_hole()
+        held_reader, held_writer = await connect(proxy)
+        for _ in range(100):  # until the proxy has accepted it (and holds it)
+            if proxy.connections_made == 2:
+                break
+            await settle(1)
+        assert proxy.connections_made == 2
+        proxy.cut()
+        for reader in (stalled_reader, held_reader):
+            with pytest.raises((ConnectionResetError, asyncio.IncompleteReadError)):
+                await asyncio.wait_for(reader.readexactly(1), WAIT)
+        await asyncio.wait_for(proxy.stop(), WAIT)
+        stalled_writer.close()
+        held_writer.close()
+
+
 async def test_cut_resets_every_connection_and_new_ones_work() -> None:
     async with echo_and_proxy() as (_echo, proxy):
         reader, writer = await connect(proxy)

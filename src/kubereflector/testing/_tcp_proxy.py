@@ -55,6 +55,7 @@ class TcpProxy:
         self._open = asyncio.Event()
         self._open.set()
         self._connections: set[_Connection] = set()
+        self._held: set[asyncio.StreamWriter] = set()  # accepted in a black hole, not forwarded
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
         self.connections_made = 0
@@ -88,8 +89,6 @@ class TcpProxy:
             server.close()
         self._closing = True
         self._open.set()  # what waits for the black hole to end sees the closing
-        for connection in self._connections:
-            connection.open.set()  # and what waits on a stalled connection
         self.cut()
         # Each connection's task ends by itself once its sockets are reset (asyncio
         # reports a connection callback that was cancelled as an error).
@@ -126,29 +125,33 @@ class TcpProxy:
         """Stop moving bytes, in both directions and on every connection, without
         closing any (see the module documentation) until :meth:`restore`."""
         self._open.clear()
+        for connection in self._connections:
+            connection.open.clear()
 
     def restore(self) -> None:
-        """Move bytes again (the held-back ones first)."""
+        """Move bytes again (the held-back ones first), but on stalled connections."""
         self._open.set()
+        for connection in self._connections:
+            if not connection.stalled:
+                connection.open.set()
 
     def stall(self) -> None:
         """Make the connections open now silent for good (see the module
         documentation); new connections are not affected."""
         for connection in self._connections:
+            connection.stalled = True
             connection.open.clear()
 
     def cut(self) -> None:
-        """Reset every open connection, both sides, now."""
+        """Reset every open connection, both sides, now (also those accepted in a
+        black hole and not forwarded yet)."""
         for connection in list(self._connections):
             connection.reset()
         self._connections.clear()
+        for writer in list(self._held):
+            _reset(writer)
 
     # -- forwarding -------------------------------------------------------------------
-
-    async def _flowing(self, connection: _Connection) -> None:
-        """Return once bytes may move on ``connection``."""
-        await self._open.wait()
-        await connection.open.wait()
 
     async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections_made += 1
@@ -157,8 +160,12 @@ class TcpProxy:
         self._tasks.add(task)
         connection: _Connection | None = None
         try:
-            await self._open.wait()  # a black hole answers nothing, not even a refusal
-            if self._closing:
+            self._held.add(writer)
+            try:
+                await self._open.wait()  # a black hole answers nothing, not even a refusal
+            finally:
+                self._held.discard(writer)
+            if self._closing or writer.is_closing():  # stopped, or cut while held
                 _reset(writer)
                 return
             try:
@@ -167,7 +174,7 @@ class TcpProxy:
                 logger.debug("proxy: cannot reach %s:%d: %s", *self._target, err)
                 _reset(writer)
                 return
-            connection = _Connection(writer, up_writer)
+            connection = _Connection(writer, up_writer, flowing=self._open.is_set())
             self._connections.add(connection)
             if self._closing:
                 return
@@ -199,10 +206,10 @@ class TcpProxy:
         ``False`` when either side failed."""
         try:
             while True:
-                await self._flowing(connection)
+                await connection.open.wait()
                 data = await source.read(_CHUNK)
-                await self._flowing(connection)  # read just before a black hole: held back
-                if self._closing:
+                await connection.open.wait()  # read just before a black hole: held back
+                if self._closing or connection.closed:
                     return False
                 if not data:
                     if sink.can_write_eof():
@@ -215,18 +222,26 @@ class TcpProxy:
 
 
 class _Connection:
-    """The two sockets of one forwarded connection; ``open`` is cleared for good
-    when it stalls."""
+    """The two sockets of one forwarded connection. Its pumps move bytes while
+    ``open`` is set (cleared in a black hole, and for good once ``stalled``);
+    once ``closed`` (reset) they end, held or not."""
 
-    __slots__ = ("_client", "_upstream", "open")
+    __slots__ = ("_client", "_upstream", "closed", "open", "stalled")
 
-    def __init__(self, client: asyncio.StreamWriter, upstream: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, client: asyncio.StreamWriter, upstream: asyncio.StreamWriter, *, flowing: bool
+    ) -> None:
         self._client = client
         self._upstream = upstream
         self.open = asyncio.Event()
-        self.open.set()
+        if flowing:
+            self.open.set()
+        self.stalled = False
+        self.closed = False
 
     def reset(self) -> None:
+        self.closed = True
+        self.open.set()  # what waits to move bytes sees the reset
         _reset(self._client)
         _reset(self._upstream)
 
