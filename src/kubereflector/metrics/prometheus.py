@@ -12,6 +12,9 @@ one) and hands each part of kubereflector the small recorder it reports to:
 * :meth:`Metrics.rest_client` -- ``rest_client_requests_total`` and
   ``rest_client_request_duration_seconds`` (install it on a
   :class:`~kubereflector.client.Client` as ``request_metrics``);
+* :meth:`Metrics.webhooks` -- controller-runtime's webhook server metrics
+  (``controller_runtime_webhook_requests_total``, ``..._latency_seconds``,
+  ``..._requests_in_flight``);
 * :meth:`Metrics.add_informers` -- the informers' state under the
   ``kubereflector_informer_`` prefix, read from their stats at scrape time
   (nothing is counted on the watch path);
@@ -60,6 +63,9 @@ __all__ = [
     "REST_CLIENT_REQUESTS_TOTAL",
     "REST_CLIENT_REQUEST_DURATION_SECONDS",
     "TERMINAL_RECONCILE_ERRORS_TOTAL",
+    "WEBHOOK_LATENCY_SECONDS",
+    "WEBHOOK_REQUESTS_IN_FLIGHT",
+    "WEBHOOK_REQUESTS_TOTAL",
     "WORKQUEUE_ADDS_TOTAL",
     "WORKQUEUE_DEPTH",
     "WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS",
@@ -72,6 +78,7 @@ __all__ = [
     "LeaderElectionMetrics",
     "Metrics",
     "RestClientMetrics",
+    "WebhookMetrics",
     "WorkqueueMetricsProvider",
 ]
 
@@ -112,6 +119,12 @@ REST_CLIENT_REQUESTS_TOTAL: Final = "rest_client_requests_total"
 """Requests to the API server by ``code``, ``method`` and ``host``: a counter."""
 REST_CLIENT_REQUEST_DURATION_SECONDS: Final = "rest_client_request_duration_seconds"
 """From sending a request to its answer's headers, by ``verb`` and ``host``: a histogram."""
+WEBHOOK_REQUESTS_TOTAL: Final = "controller_runtime_webhook_requests_total"
+"""Requests to the webhook server by ``webhook`` (its path) and HTTP ``code``: a counter."""
+WEBHOOK_LATENCY_SECONDS: Final = "controller_runtime_webhook_latency_seconds"
+"""How long the webhook server took to answer, by ``webhook`` (its path): a histogram."""
+WEBHOOK_REQUESTS_IN_FLIGHT: Final = "controller_runtime_webhook_requests_in_flight"
+"""Requests the webhook server is answering now, by ``webhook`` (its path): a gauge."""
 INFORMER_PREFIX: Final = "kubereflector_informer_"
 """The prefix of the informer metrics this library adds (client-go exports none): objects cached,
 relists, watch restarts, last sync resourceVersion, by ``resource``."""
@@ -122,6 +135,8 @@ _RECONCILE_BUCKETS: Final = (
     *(5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60),
 )
 """controller-runtime's buckets for reconcile times and REST latencies."""
+_WEBHOOK_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+"""Prometheus' default buckets, which controller-runtime's webhook latency uses."""
 _WORKQUEUE_BUCKETS: Final = tuple(1e-8 * 10**i for i in range(12))
 """client-go's ``ExponentialBuckets(10e-9, 10, 12)``: 10 ns to 1000 s."""
 
@@ -210,6 +225,31 @@ class RestClientMetrics:
         with self._lock:
             self._requests.counter(code, method, host).inc()
             self._latency.histogram(method, host).observe(seconds)
+
+
+class WebhookMetrics:
+    """controller-runtime's webhook server metrics: ``controller_runtime_webhook_requests_total
+    {webhook,code}``, ``controller_runtime_webhook_latency_seconds{webhook}`` and
+    ``controller_runtime_webhook_requests_in_flight{webhook}`` (``webhook`` is the path
+    served). Update it from the server's event loop."""
+
+    __slots__ = ("_in_flight", "_latency", "_requests")
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._requests = metrics._webhook_requests
+        self._latency = metrics._webhook_latency
+        self._in_flight = metrics._webhook_in_flight
+
+    def started(self, webhook: str) -> None:
+        """A request to ``webhook`` arrived (in flight + 1)."""
+        self._in_flight.gauge(webhook).inc()
+
+    def finished(self, webhook: str, code: int, seconds: float) -> None:
+        """The request to ``webhook`` was answered with HTTP ``code`` after ``seconds``
+        (in flight - 1)."""
+        self._in_flight.gauge(webhook).dec()
+        self._requests.counter(webhook, str(code)).inc()
+        self._latency.histogram(webhook).observe(seconds)
 
 
 class WorkqueueMetricsProvider:
@@ -459,6 +499,25 @@ class Metrics:
             ["verb", "host"],
             _RECONCILE_BUCKETS,
         )
+        self._webhook_requests = family(
+            "counter",
+            WEBHOOK_REQUESTS_TOTAL,
+            "Total number of admission requests by HTTP status code.",
+            ["webhook", "code"],
+        )
+        self._webhook_latency = family(
+            "histogram",
+            WEBHOOK_LATENCY_SECONDS,
+            "Histogram of the latency of processing admission requests",
+            ["webhook"],
+            _WEBHOOK_BUCKETS,
+        )
+        self._webhook_in_flight = family(
+            "gauge",
+            WEBHOOK_REQUESTS_IN_FLIGHT,
+            "Current number of admission requests being served.",
+            ["webhook"],
+        )
         reg.register(families)
         self._informer_sources: list[InformerSource] = []
         reg.register(_InformerCollector(self._informer_sources))
@@ -494,6 +553,10 @@ class Metrics:
     def rest_client(self) -> RestClientMetrics:
         """REST client metrics reporting here."""
         return RestClientMetrics(self)
+
+    def webhooks(self) -> WebhookMetrics:
+        """Webhook server metrics reporting here."""
+        return WebhookMetrics(self)
 
     def add_informers(self, source: InformerSource) -> None:
         """Report the informers ``source()`` returns at each scrape (e.g. a

@@ -36,6 +36,11 @@ What :meth:`Manager.run` does, in order:
 :meth:`Manager.add` adds a :class:`~kubereflector.runtime.Runnable` beside the
 controllers: it runs from the start (a webhook server, which every replica
 serves), or, with ``leader_only=True``, only while this replica leads.
+
+With ``webhook_port``, the manager serves admission and conversion webhooks
+(:mod:`kubereflector.runtime.webhooks`) on every replica, registered with
+:meth:`Manager.validator`, :meth:`Manager.defaulter` and :meth:`Manager.converter`;
+``/readyz`` then waits for the webhook server too.
 """
 
 from __future__ import annotations
@@ -73,18 +78,28 @@ from .options import ControllerOptions, _checked_options
 from .predicates import Predicate
 from .reconcile import ReconcileFunc, Request
 from .runnable import Runnable
+from .webhooks.admission import AdmissionHandler
+from .webhooks.conversion import Conversion
+from .webhooks.registry import DefaulterOptions, ValidatorOptions, Webhooks
+from .webhooks.server import WebhookOptions, WebhookServer
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ..cache.listers import Lister
     from ..cache.shared_informer import SharedIndexInformer
     from ..client.discovery import ResourceInfo
     from ..client.sync import SyncClient
+    from ..models import ApiResource
 
 __all__ = ["LeaderElection", "LeaderElectionLostError", "Manager", "ManagerError"]
 
 logger = logging.getLogger("kubereflector.runtime")
 
 F = TypeVar("F", bound=Callable[[Request], Any])
+T = TypeVar("T")
+H = TypeVar("H")
+S = TypeVar("S")
 
 _SERVICE_ACCOUNT_NAMESPACE: Final = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 _LEADER_HEALTH_TOLERANCE: Final = 20.0
@@ -178,6 +193,10 @@ class Manager:
     all; ``0``: any free port, see :attr:`metrics_url`), on ``bind_address``.
     ``clock`` drives leader election, requeues and the shutdown timeout;
     ``metrics``: where metrics go (default: a registry of the manager's own).
+    ``webhook_port``: serve the registered webhooks over HTTPS there, on every
+    replica (``None``: not at all; ``0``: any free port), as ``webhook_options``
+    say (:class:`~kubereflector.runtime.webhooks.WebhookOptions`: certificates,
+    limits, installing the configurations).
 
     Two ways to run, told apart by their types: ``await manager.run()`` (a
     coroutine: mypy flags a call that is not awaited) on your event loop, or
@@ -201,6 +220,8 @@ class Manager:
         bind_address: str = "0.0.0.0",
         clock: Clock | None = None,
         metrics: Metrics | None = None,
+        webhook_port: int | None = None,
+        webhook_options: WebhookOptions | None = None,
     ) -> None:
         if isinstance(config_or_client, ClientConfig):
             self._client = Client(config_or_client)
@@ -214,7 +235,11 @@ class Manager:
             )
         if leader_election is not None and not isinstance(leader_election, LeaderElection):
             raise TypeError("leader_election must be a LeaderElection (or None)")
-        for label, port in (("metrics_port", metrics_port), ("health_port", health_port)):
+        for label, port in (
+            ("metrics_port", metrics_port),
+            ("health_port", health_port),
+            ("webhook_port", webhook_port),
+        ):
             if port is not None and (
                 isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
             ):
@@ -258,6 +283,23 @@ class Manager:
         # second). asyncio.Event binds to a loop only when first waited on.
         self._elected = asyncio.Event()
         self._loop_handle: LoopThread | None = None
+        self._webhooks = Webhooks()
+        self._webhook_server: WebhookServer | None = None
+        if webhook_port is not None:
+            server = WebhookServer(
+                self._webhooks,
+                port=webhook_port,
+                host=bind_address,
+                options=webhook_options,
+                metrics=self.metrics.webhooks(),
+                clock=self._clock,
+                client=self._client,
+            )
+            self._webhook_server = server
+            self._runnables.append((server, False))  # every replica serves
+            self._readyz["webhook"] = server.ready
+        elif webhook_options is not None:
+            raise ValueError("webhook_options without a webhook_port: give both")
 
     # -- what the manager holds -------------------------------------------------------
 
@@ -479,6 +521,67 @@ class Manager:
         with self._lock:
             self._check_new("runnables")
             self._runnables.append((runnable, leader_only))
+
+    # -- webhooks -----------------------------------------------------------------------
+
+    @property
+    def webhooks(self) -> Webhooks:
+        """The registered webhooks (:class:`~kubereflector.runtime.webhooks.Webhooks`):
+        also what generates their configurations."""
+        return self._webhooks
+
+    @property
+    def webhook_server(self) -> WebhookServer | None:
+        """The webhook server (``None`` without a ``webhook_port``)."""
+        return self._webhook_server
+
+    @overload
+    def validator(
+        self, for_: type[T], **options: Unpack[ValidatorOptions]
+    ) -> Callable[[AdmissionHandler[T]], AdmissionHandler[T]]: ...
+
+    @overload
+    def validator(
+        self, for_: str | ApiResource, **options: Unpack[ValidatorOptions]
+    ) -> Callable[[AdmissionHandler[dict[str, Any]]], AdmissionHandler[dict[str, Any]]]: ...
+
+    def validator(
+        self, for_: Any, **options: Unpack[ValidatorOptions]
+    ) -> Callable[[AdmissionHandler[Any]], AdmissionHandler[Any]]:
+        """Register a validating webhook of ``for_`` (a model class, a resource name or an
+        :class:`~kubereflector.models.ApiResource`): see :meth:`Webhooks.validator
+        <kubereflector.runtime.webhooks.Webhooks.validator>`. Raises
+        :class:`ManagerError` once the manager runs."""
+        self._check_new("webhooks")
+        return self._webhooks.validator(for_, **options)
+
+    @overload
+    def defaulter(
+        self, for_: type[T], **options: Unpack[DefaulterOptions]
+    ) -> Callable[[AdmissionHandler[T]], AdmissionHandler[T]]: ...
+
+    @overload
+    def defaulter(
+        self, for_: str | ApiResource, **options: Unpack[DefaulterOptions]
+    ) -> Callable[[AdmissionHandler[dict[str, Any]]], AdmissionHandler[dict[str, Any]]]: ...
+
+    def defaulter(
+        self, for_: Any, **options: Unpack[DefaulterOptions]
+    ) -> Callable[[AdmissionHandler[Any]], AdmissionHandler[Any]]:
+        """Register a mutating webhook of ``for_``: see :meth:`Webhooks.defaulter
+        <kubereflector.runtime.webhooks.Webhooks.defaulter>`. Raises
+        :class:`ManagerError` once the manager runs."""
+        self._check_new("webhooks")
+        return self._webhooks.defaulter(for_, **options)
+
+    def converter(
+        self, hub: type[H], spoke: type[S], *, to_hub: Callable[[S], H], from_hub: Callable[[H], S]
+    ) -> Conversion[H]:
+        """Convert a multi-version kind's ``spoke`` version to and from its ``hub``: see
+        :meth:`Webhooks.converter <kubereflector.runtime.webhooks.Webhooks.converter>`.
+        Raises :class:`ManagerError` once the manager runs."""
+        self._check_new("webhooks")
+        return self._webhooks.converter(hub, spoke, to_hub=to_hub, from_hub=from_hub)
 
     # -- async use ----------------------------------------------------------------------
 

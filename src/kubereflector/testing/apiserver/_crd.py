@@ -10,9 +10,9 @@ categories; its schema in the OpenAPI documents; its ``additionalPrinterColumns`
 in Tables). Updating the CRD updates what is served; deleting it deletes its
 objects (watchers see them go) and ends its watches.
 
-Differences from kube: only the storage version is served (the others of a
-multi-version CRD are not; there is no conversion); the schema is not enforced
-beyond unknown top-level fields under ``fieldValidation=Strict``.
+Its other served versions are served by :mod:`._conversion` (with conversion, by
+``apiVersion`` or by the conversion webhook). Differences from kube: the schema is not
+enforced beyond unknown top-level fields under ``fieldValidation=Strict``.
 """
 
 from __future__ import annotations
@@ -55,11 +55,13 @@ def install(store: Store) -> None:
         info = None if event_type == "DELETED" else _served_resource(record.obj)
         if previous is not None:
             current = store.buckets.get(previous)
-            if info is not None and current is not None and _same_gvr(current.info, info):
+            if info is not None and current is not None and _same_resource(current.info, info):
+                if current.info.version != info.version:
+                    store.retarget(current, info)  # a new storage version: the objects stay
                 current.info = info  # printer columns, schema, names...: served from now on
                 served[record.name] = previous
                 return
-            store.unregister(previous)  # deleted, or now another group, plural or version
+            store.unregister(previous)  # deleted, or now another group or plural
         if info is None or info.group_resource in store.buckets:
             return  # deleted; or served already (by a Python registration): leave it
         store.register(info)
@@ -68,8 +70,8 @@ def install(store: Store) -> None:
     store.observers.append(observe)
 
 
-def _same_gvr(a: ServedResource, b: ServedResource) -> bool:
-    return (a.group, a.version, a.plural) == (b.group, b.version, b.plural)
+def _same_resource(a: ServedResource, b: ServedResource) -> bool:
+    return (a.group, a.plural) == (b.group, b.plural)
 
 
 def _storage_version(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -102,12 +104,67 @@ def _served_resource(crd: Mapping[str, Any]) -> ServedResource:
     )
 
 
+def _conversion_errors(spec: dict[str, Any]) -> list[FieldError]:
+    """Default ``spec.conversion`` (strategy ``None``) and check it as kube does."""
+    conversion = spec.setdefault("conversion", {"strategy": "None"})
+    if not isinstance(conversion, dict):
+        return [FieldError("spec.conversion", "Invalid", "must be an object", conversion)]
+    strategy = conversion.setdefault("strategy", "None")
+    webhook = conversion.get("webhook")
+    if strategy == "None":
+        if webhook is not None:
+            return [
+                FieldError(
+                    "spec.conversion.webhook",
+                    "Forbidden",
+                    "should not be set when strategy is not set to Webhook",
+                )
+            ]
+        return []
+    if strategy != "Webhook":
+        return [
+            FieldError("spec.conversion.strategy", "NotSupported", '"None", "Webhook"', strategy)
+        ]
+    path = "spec.conversion.webhook"
+    if not isinstance(webhook, dict):
+        return [FieldError(path, "Required", "must be set when strategy is set to Webhook")]
+    errors: list[FieldError] = []
+    config = webhook.get("clientConfig")
+    if not isinstance(config, dict) or (config.get("url") is None) == (
+        config.get("service") is None
+    ):
+        errors.append(
+            FieldError(
+                f"{path}.clientConfig", "Required", "exactly one of url or service is required"
+            )
+        )
+    elif isinstance(config.get("service"), dict):
+        config["service"].setdefault("port", 443)
+    versions = webhook.get("conversionReviewVersions")
+    if not isinstance(versions, list) or not versions:
+        errors.append(
+            FieldError(
+                f"{path}.conversionReviewVersions", "Required", "must specify one of v1, v1beta1"
+            )
+        )
+    elif not any(v in ("v1", "v1beta1") for v in versions):
+        errors.append(
+            FieldError(
+                f"{path}.conversionReviewVersions",
+                "Invalid",
+                "must include at least one of v1, v1beta1",
+                versions,
+            )
+        )
+    return errors
+
+
 def _admit(crd: dict[str, Any]) -> None:
     """Check a CRD (422 Invalid) and set the status kube's controllers would."""
     name = crd["metadata"]["name"]
     errors: list[FieldError] = []
     spec = crd.get("spec")
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, dict):
         errors.append(FieldError("spec", "Required", "a CRD needs a spec"))
         raise invalid(CRD_RESOURCE.kind, name, errors, CRD_RESOURCE.group)
     group = spec.get("group")
@@ -146,6 +203,7 @@ def _admit(crd: dict[str, Any]) -> None:
                 [v.get("name") for v in versions if isinstance(v, Mapping)],
             )
         )
+    errors += _conversion_errors(spec)
     if not errors and name != f"{plural}.{group}":
         errors.append(
             FieldError("metadata.name", "Invalid", 'must be spec.names.plural+"."+spec.group', name)

@@ -26,6 +26,9 @@ from aiohttp import web
 
 from ...clock import Clock, RealClock
 from ...errors import ApiError, error_from_status
+from . import _conversion, _webhook_configs
+from ._admission import Admission
+from ._conversion import Conversions
 from ._crd import install as install_crds
 from ._faults import Faults
 from ._handler import ApiHandler
@@ -35,6 +38,8 @@ from ._statuses import StatusError
 from ._store import Store
 from ._tls import make_server_tls
 from ._watch import Watches
+from ._webhook_client import WebhookCaller
+from ._writes import Writes
 
 __all__ = ["RANDOM_TOKEN", "ApiServerEmulator"]
 
@@ -91,6 +96,12 @@ class ApiServerEmulator:
             clock=self.clock, history_limit=history_limit, history_seconds=history_seconds
         )
         install_crds(self._store)
+        _webhook_configs.install(self._store)
+        self._caller = WebhookCaller(self.clock)
+        self._conversions = Conversions(self._caller)
+        _conversion.install(self._store, self._conversions)
+        self._admission = Admission(self._store, self._caller, self._conversions)
+        writes = Writes(self._store, self._admission, self._conversions)
         self._faults = Faults()
         self._watches = Watches(
             store=self._store,
@@ -98,6 +109,8 @@ class ApiServerEmulator:
             faults=self._faults,
             bookmark_interval=bookmark_interval,
         )
+        self._watches.convert = self._conversions.convert
+        self._watches.converts = writes.converts
         self._handler = ApiHandler(
             store=self._store,
             faults=self._faults,
@@ -105,6 +118,7 @@ class ApiServerEmulator:
             token=self._token,
             server_address=lambda: f"{self._url_host()}:{self._port}",
             restart=self._bounce,
+            writes=writes,
         )
         self._ssl: ssl.SSLContext | None = None
         self._ca_pem: bytes | None = None
@@ -156,6 +170,7 @@ class ApiServerEmulator:
             return
         self._watches.drop(abrupt=False)
         await runner.cleanup()
+        await self._caller.close()
         self._web_server = None
         self._owner = None
         if self._tmpdir is not None:
@@ -395,6 +410,20 @@ class ApiServerEmulator:
         except StatusError as exc:
             raise _api_error(exc) from None
         return copy_out(record)
+
+    # -- webhooks -----------------------------------------------------------------------------
+
+    def route_webhook_service(
+        self, namespace: str, name: str, url: str, *, port: int = 443
+    ) -> None:
+        """Call the webhooks whose ``clientConfig`` names the Service ``namespace/name``
+        (on ``port``) at ``url`` (``https://host:port``, the ``clientConfig``'s path
+        appended): the emulator has no cluster network, so a Service-backed webhook is
+        unreachable (its failure policy applies) until routed."""
+        self._check_thread()
+        if not url.startswith("https://"):
+            raise ValueError(f"webhooks are called over https, not at {url!r}")
+        self._caller.route_service(namespace, name, port, url)
 
     # -- faults -------------------------------------------------------------------------------
 

@@ -52,7 +52,7 @@ class FieldError:
     """One entry of a 422 Invalid (``field.Error``)."""
 
     field: str
-    type: str  # "Forbidden" | "Required" | "Invalid" | "NotSupported" | "TooLong"
+    type: str  # "Forbidden" | "Required" | "Invalid" | "NotSupported" | "TooLong" | "Duplicate"
     detail: str
     value: Any = None
 
@@ -65,6 +65,8 @@ class FieldError:
             return f'Unsupported value: "{self.value}": supported values: {self.detail}'
         if self.type == "TooLong":
             return f"Too long: {self.detail}"
+        if self.type == "Duplicate":
+            return f"Duplicate value: {msgspec.json.encode(self.value).decode()}"
         return f"Invalid value: {msgspec.json.encode(self.value).decode()}: {self.detail}"
 
     def cause(self) -> dict[str, Any]:
@@ -73,6 +75,7 @@ class FieldError:
             "Required": "FieldValueRequired",
             "NotSupported": "FieldValueNotSupported",
             "TooLong": "FieldValueTooLong",
+            "Duplicate": "FieldValueDuplicate",
         }.get(self.type, "FieldValueInvalid")
         return {"reason": reason, "message": self.text(), "field": self.field}
 
