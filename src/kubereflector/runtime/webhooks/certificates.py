@@ -82,7 +82,7 @@ class SelfSignedCertificate:
             raise ValueError("a serving certificate needs at least one host name or address")
         if valid_days < 1:
             raise ValueError(f"valid_days must be >= 1 (got {valid_days})")
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
         start, end = now - datetime.timedelta(hours=1), now + datetime.timedelta(days=valid_days)
         ca_key = ec.generate_private_key(ec.SECP256R1())
         ca_name = x509.Name(

@@ -35,7 +35,8 @@ H = TypeVar("H")
 S = TypeVar("S")
 
 _NAME: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?){2,}$")
-_PATH: Final = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@/-]*$")
+_PATH: Final = re.compile(r"^(/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)+$")
+"""Segments kube accepts in a Service's path: DNS-1123 subdomains."""
 
 
 class ValidatorOptions(TypedDict, total=False):
@@ -271,7 +272,10 @@ class Webhooks:
             or f"/{'validate' if prefix == 'v' else 'mutate'}-{group_part}-{version_part}-{noun}"
         )
         if not isinstance(path, str) or not _PATH.match(path) or path == "/convert":
-            raise ValueError(f"a webhook path starts with / and is not /convert: {path!r}")
+            raise ValueError(
+                "a webhook path starts with / and has DNS-1123 segments (lowercase letters, "
+                f"digits, '-' and '.'), and is not /convert: {path!r}"
+            )
         domain = (
             target.group
             if target.group.count(".") >= 1

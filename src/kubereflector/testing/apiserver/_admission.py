@@ -335,12 +335,15 @@ class Admission:
             "request": self._request(uid, invocation, attrs, obj, old),
         }
         timeout = hook.timeout_seconds
-        answer = await self.caller.post(
-            hook.client_config,
-            ENCODER.encode(review),
-            timeout=float(timeout),
-            query={"timeout": f"{timeout}s"},
-        )
+        try:
+            answer = await self.caller.post(
+                hook.client_config,
+                ENCODER.encode(review),
+                timeout=float(timeout),
+                query={"timeout": f"{timeout}s"},
+            )
+        except CallFailed as exc:
+            raise CallFailed(f"failed to call webhook: {exc.reason}") from None
         response = _verified(answer, uid, version, mutating=hook.mutating)
         for text in response.get("warnings") or []:
             attrs.warn(str(text))

@@ -164,8 +164,10 @@ class Conversions:
         gvk = f"{first.get('apiVersion')}, Kind={first.get('kind') or conversion.kind}"
 
         def failed(reason: str) -> StatusError:
-            message = f"conversion webhook for {gvk} failed: {reason}"
-            return StatusError(failure_status(500, "InternalError", message))
+            # kube answers the converter's plain error: a 500 without a reason
+            status = failure_status(500, "", f"conversion webhook for {gvk} failed: {reason}")
+            del status["reason"]
+            return StatusError(status)
 
         version = next((v for v in conversion.review_versions if v in ("v1", "v1beta1")), None)
         if version is None or conversion.client_config is None:
@@ -179,7 +181,10 @@ class Conversions:
         }
         try:
             answer = await self.caller.post(
-                conversion.client_config, ENCODER.encode(review), timeout=_CONVERSION_TIMEOUT
+                conversion.client_config,
+                ENCODER.encode(review),
+                timeout=_CONVERSION_TIMEOUT,
+                query={"timeout": f"{int(_CONVERSION_TIMEOUT)}s"},
             )
         except CallFailed as exc:
             raise failed(exc.reason) from None
@@ -212,7 +217,6 @@ class Conversions:
         if not isinstance(converted, list) or len(converted) != len(objs):
             count = len(converted) if isinstance(converted, list) else 0
             raise failed(f"returned {count} objects, expected {len(objs)}")
-        group, _, wanted = target.rpartition("/")
         out = []
         for index, (original, obj) in enumerate(zip(objs, converted, strict=True)):
             where = f"returned invalid converted object at index {index}"
@@ -232,7 +236,6 @@ class Conversions:
             if problem:
                 raise failed(f"{where}: {problem}")
             out.append(_restore_metadata(original, obj))
-        del group, wanted
         return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import os
 import ssl
 from collections.abc import Mapping
 from typing import Any, Final
@@ -32,7 +33,8 @@ _decode: Final = msgspec.json.decode
 
 class CallFailed(Exception):
     """The webhook could not be called or its answer was not a review (kube's
-    ``ErrCallingWebhook``): ``reason`` says why, as kube words it."""
+    ``ErrCallingWebhook``): ``reason`` says why, as kube words it (``Post "<url>":
+    dial tcp ...: connect: connection refused``)."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -111,25 +113,19 @@ class WebhookCaller:
         try:
             status, data = await within(self._clock, timeout, self._send(url, body, context, query))
         except TimeoutError:
-            raise CallFailed(
-                f'failed to call webhook: Post "{shown}": context deadline exceeded'
-            ) from None
+            raise CallFailed(f'Post "{shown}": context deadline exceeded') from None
         except (aiohttp.ClientError, OSError, ValueError) as exc:
-            raise CallFailed(f'failed to call webhook: Post "{shown}": {_describe(exc)}') from None
+            raise CallFailed(f'Post "{shown}": {_describe(exc)}') from None
         if not 200 <= status < 300:
-            message = _status_message(data)
             raise CallFailed(
-                "failed to call webhook: "
-                + (
-                    message
-                    or f"the server responded with the status code {status} but did not "
-                    "return more information"
-                )
+                _status_message(data)
+                or f"the server responded with the status code {status} but did not return "
+                "more information"
             )
         try:
             return _decode(data)
         except msgspec.DecodeError as exc:
-            raise CallFailed(f"failed to call webhook: the answer is not JSON: {exc}") from None
+            raise CallFailed(f"the answer is not JSON: {exc}") from None
 
     async def _send(
         self,
@@ -160,7 +156,9 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
         return f"tls: failed to verify certificate: {exc.certificate_error}"
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return f"dial tcp {exc.host}:{exc.port}: connect: {exc.strerror or exc.os_error}"
+        number = exc.os_error.errno
+        why = os.strerror(number).lower() if number else str(exc.os_error)
+        return f"dial tcp {exc.host}:{exc.port}: connect: {why}"
     return str(exc) or type(exc).__name__
 
 
