@@ -107,6 +107,6 @@ def test_a_half_rotated_pair_keeps_the_old_certificate(tmp_path: Path) -> None:
 
 def test_missing_files_are_named(tmp_path: Path) -> None:
     files = CertificateFiles(tmp_path / "tls.crt", tmp_path / "tls.key")
-    with pytest.raises(CertificateProblem, match="cannot read the webhook certificate .*tls.crt"):
+    with pytest.raises(CertificateProblem, match=r"cannot read the webhook certificate .*tls.crt"):
         files.load(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
     assert "tls.crt" in repr(files)
