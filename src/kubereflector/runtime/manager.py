@@ -798,6 +798,8 @@ class Manager:
         self._leader_runnables = leader_only
         try:
             pending = tasks | leader_only.start()  # (a runnable's failure is its own to report)
+            if not pending:  # nothing to run while leading (webhooks only): lead until stopped
+                await asyncio.get_running_loop().create_future()
             while pending:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for task in done & tasks:
