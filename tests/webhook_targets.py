@@ -27,7 +27,7 @@ from kubereflector.errors import ApiError, NotFoundError
 from kubereflector.models import ApiResource, register
 from kubereflector.runtime import Manager
 
-WAIT = 30.0
+WAIT = 20.0
 """Upper bound (seconds) on any wait; never reached when things work."""
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
+from aiohttp import ClientSession, web
 from conftest import Target
 
 from kubereflector import ListOptions
 from kubereflector.errors import ApiError, ForbiddenError, InvalidError, NotFoundError
-from kubereflector.runtime import Manager
+from kubereflector.runtime import Manager, ManagerError
 from kubereflector.runtime.webhooks import (
     AdmissionRequest,
     Cause,
@@ -783,3 +783,242 @@ async def test_certificates_rotate_without_a_restart(target: Target, tmp_path: P
             assert made["metadata"]["name"] == "a"
     finally:
         await server.stop()
+
+
+async def test_server_side_apply_and_deletecollection_are_admitted(target: Target) -> None:
+    hooks = Webhooks()
+    seen: list[tuple[str, str]] = []
+
+    @hooks.defaulter("configmaps", namespace_selector=in_namespace(target))
+    def default(obj: dict[str, Any], request: AdmissionRequest[Any]) -> None:
+        seen.append(("mutating", request.operation))
+        obj.setdefault("data", {})["defaulted"] = "yes"
+
+    @hooks.validator(
+        "configmaps",
+        operations=["CREATE", "UPDATE", "DELETE"],
+        namespace_selector=in_namespace(target),
+    )
+    def validate(obj: dict[str, Any], request: AdmissionRequest[Any]) -> None:
+        seen.append(("validating", request.operation))
+        if (obj.get("data") or {}).get("deny"):
+            raise Denied("denied")
+
+    server = WebhookServer(hooks, port=0, host="127.0.0.1")
+    await server.start()
+    path = f"/api/v1/namespaces/{target.namespace}/configmaps"
+    client = target.client
+    apply = {"content_type": "application/apply-patch+yaml", "params": {"fieldManager": "me"}}
+    try:
+        async with configured(target, server.configurations(f"kr-ssa-{target.namespace}")):
+
+            async def active() -> bool:
+                probe = {"metadata": {"name": "probe"}, "data": {"deny": "1"}}
+                try:
+                    await client.create(path, probe, params={"dryRun": "All"})
+                except ForbiddenError:
+                    return True
+                return False
+
+            await eventually(active, "calling the webhooks")
+            seen.clear()
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+            created = await client.patch(f"{path}/a", {**body, "data": {"k": "v"}}, **apply)
+            assert created["data"] == {"k": "v", "defaulted": "yes"}
+            assert seen == [("mutating", "CREATE"), ("validating", "CREATE")]
+            seen.clear()
+            error = await refused(
+                client.patch(f"{path}/a", {**body, "data": {"deny": "1"}}, **apply)
+            )
+            assert isinstance(error, ForbiddenError)
+            assert seen == [("mutating", "UPDATE"), ("validating", "UPDATE")]
+            await client.create(path, {"metadata": {"name": "b"}})
+            seen.clear()
+            await client.delete(path)  # deletecollection: each object is admitted
+            assert sorted(seen) == [("validating", "DELETE"), ("validating", "DELETE")]
+            assert (await client.get(path))["items"] == []
+    finally:
+        await server.stop()
+
+
+async def test_match_policy_exact_skips_the_other_versions(target: Target) -> None:
+    foos = Foos.make(target)
+    hooks = Webhooks()
+    exact: list[str] = []
+    equivalent: list[str] = []
+
+    @hooks.validator(foos.v1, match_policy="Exact", namespace_selector=in_namespace(target))
+    def only_v1(foo: Any, request: AdmissionRequest[Any]) -> None:
+        exact.append(request.request_kind.version if request.request_kind else "")
+
+    @hooks.validator(
+        foos.v1,
+        match_policy="Equivalent",
+        path="/equivalent",
+        name="equivalent.foos.kr.io",
+        namespace_selector=in_namespace(target),
+    )
+    def any_version(foo: Any, request: AdmissionRequest[Any]) -> None:
+        equivalent.append(request.request_kind.version if request.request_kind else "")
+        if foo["spec"].get("replicas") == 99:  # a field of both versions (no conversion here)
+            raise Denied("probe")
+
+    server = WebhookServer(hooks, port=0, host="127.0.0.1")
+    await server.start()
+    client = target.client
+    try:
+        async with (
+            foos.served(foos.crd(alpha=True)),
+            configured(target, server.configurations(f"kr-{foos.group.split('.')[0]}")),
+        ):
+
+            async def active() -> bool:
+                probe = foos.foo("probe", "v1alpha1", replicas=99)
+                try:
+                    await client.create(foos.path("v1alpha1"), probe, params={"dryRun": "All"})
+                except ForbiddenError:
+                    return True
+                return False
+
+            await eventually(active, "calling the webhooks")
+            exact.clear()
+            equivalent.clear()
+            await client.create(foos.path("v1alpha1"), foos.foo("a", "v1alpha1", deployment="x"))
+            await client.create(foos.path("v1"), foos.foo("b", deploymentName="y"))
+    finally:
+        await server.stop()
+    assert exact == ["v1"]
+    assert equivalent == ["v1alpha1", "v1"]
+
+
+async def test_a_namespace_selector_leaves_other_namespaces_alone(target: Target) -> None:
+    hooks = Webhooks()
+
+    @hooks.validator("configmaps", namespace_selector={"matchLabels": {"kr-webhooks": "on"}})
+    def deny_all(obj: dict[str, Any], request: AdmissionRequest[Any]) -> None:
+        raise Denied("this namespace is guarded")
+
+    server = WebhookServer(hooks, port=0, host="127.0.0.1")
+    await server.start()
+    client = target.client
+    path = f"/api/v1/namespaces/{target.namespace}/configmaps"
+    try:
+        async with configured(target, server.configurations(f"kr-ns-{target.namespace}")):
+            await client.patch(
+                f"/api/v1/namespaces/{target.namespace}",
+                {"metadata": {"labels": {"kr-webhooks": "on"}}},
+            )
+
+            async def guarded() -> bool:
+                try:
+                    await client.create(path, {"metadata": {"name": "p"}}, params={"dryRun": "All"})
+                except ForbiddenError:
+                    return True
+                return False
+
+            await eventually(guarded, "calling the webhook")
+            await client.patch(
+                f"/api/v1/namespaces/{target.namespace}",
+                {"metadata": {"labels": {"kr-webhooks": "off"}}},
+            )
+
+            async def unguarded() -> bool:
+                try:
+                    await client.create(path, {"metadata": {"name": "p"}}, params={"dryRun": "All"})
+                except ForbiddenError:
+                    return False
+                return True
+
+            await eventually(unguarded, "leaving the namespace alone")
+            assert (await client.create(path, {"metadata": {"name": "a"}}))["metadata"][
+                "name"
+            ] == "a"
+    finally:
+        await server.stop()
+
+
+async def test_the_emulator_calls_a_service_webhook_where_it_is_routed(target: Target) -> None:
+    emulator = target.faults()  # a real cluster reaches Services through its own network
+    hooks = Webhooks()
+
+    @hooks.validator("configmaps", namespace_selector=in_namespace(target))
+    def deny(obj: dict[str, Any], request: AdmissionRequest[Any]) -> None:
+        raise Denied("routed")
+
+    server = WebhookServer(hooks, port=0, host="127.0.0.1")
+    await server.start()
+    path = f"/api/v1/namespaces/{target.namespace}/configmaps"
+    endpoint = WebhookEndpoint.service("operators", "hooks", port=8443)
+    try:
+        async with configured(
+            target, hooks.configurations(f"kr-svc-{target.namespace}", endpoint, server.ca_bundle)
+        ):
+            error = await refused(target.client.create(path, {"metadata": {"name": "a"}}))
+            assert error.status == 500
+            assert 'service "hooks" in namespace "operators" (port 8443) is not reachable' in (
+                error.message
+            )
+            emulator.route_webhook_service("operators", "hooks", server.url, port=8443)
+            error = await refused(target.client.create(path, {"metadata": {"name": "a"}}))
+            assert error.message.endswith("denied the request: routed")
+            with pytest.raises(ValueError, match="over https"):
+                emulator.route_webhook_service("operators", "hooks", "http://x", port=8443)
+    finally:
+        await server.stop()
+
+
+async def test_the_manager_reports_its_webhooks_and_takes_them_before_it_runs(
+    target: Target,
+) -> None:
+    foos = Foos.make(target)
+    manager = Manager(config_of(target), webhook_port=0, health_port=0, metrics_port=0)
+    add_foo_webhooks(manager, foos, target)
+    assert manager.webhook_server is not None
+    assert [w.name for w in manager.webhooks.admission] == [
+        f"mfoo.{foos.group}",
+        f"vfoo.{foos.group}",
+    ]
+    async with running(manager):
+        assert manager.health_url is not None
+        status, _, _ = await raw_url(manager.health_url + "/readyz?verbose")
+        assert status == 200
+        with pytest.raises(ManagerError, match="before the manager runs"):
+            manager.validator("pods")
+        with pytest.raises(ManagerError, match="before the manager runs"):
+            manager.converter(foos.v1, foos.v1alpha1, to_hub=alpha_to_v1, from_hub=v1_to_alpha)
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "1",
+                "kind": {"group": foos.group, "version": "v1", "kind": "Foo"},
+                "resource": {"group": foos.group, "version": "v1", "resource": "foos"},
+                "operation": "CREATE",
+                "object": foos.foo("a", deploymentName="web"),
+            },
+        }
+        server = manager.webhook_server
+        path = manager.webhooks.admission[1].path
+        ca = server.ca_bundle
+        assert ca is not None
+        async with (
+            ClientSession() as session,
+            session.post(
+                server.url + path, json=review, ssl=ssl.create_default_context(cadata=ca.decode())
+            ) as response,
+        ):
+            assert (await response.json())["response"]["allowed"] is True
+        assert manager.metrics_url is not None
+        _, _, text = await raw_url(manager.metrics_url)
+        assert (
+            f'controller_runtime_webhook_requests_total{{code="200",webhook="{path}"}} 1.0' in text
+        )
+    with pytest.raises(ValueError, match="webhook_options without a webhook_port"):
+        Manager(config_of(target), webhook_options=WebhookOptions())
+    with pytest.raises(ValueError, match="webhook_port must be a port number"):
+        Manager(config_of(target), webhook_port=-1)
+
+
+async def raw_url(url: str) -> tuple[int, str, str]:
+    async with ClientSession() as session, session.get(url) as response:
+        return response.status, response.headers.get("Content-Type", ""), await response.text()
