@@ -235,13 +235,12 @@ async def running(manager: Manager) -> AsyncIterator[None]:
     try:
         server = manager.webhook_server
         assert server is not None
-
-        async def ready() -> bool:
-            if task.done():
-                task.result()  # its failure, if it failed
-            return server.ready()
-
-        await eventually(ready, "serving webhooks")
+        serving = asyncio.create_task(server.wait_serving())
+        await asyncio.wait({task, serving}, timeout=WAIT, return_when=asyncio.FIRST_COMPLETED)
+        serving.cancel()
+        if task.done():
+            task.result()  # its failure, if it failed
+        assert server.ready()
         yield
     finally:
         manager.stop()

@@ -202,6 +202,7 @@ class WebhookServer:
         self._runner: web.ServerRunner | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._listening = False
+        self._serving = asyncio.Event()  # listening, and installed when it installs
 
     # -- where and what ------------------------------------------------------------------
 
@@ -271,9 +272,15 @@ class WebhookServer:
                     self.ca_bundle,
                 )
                 logger.info("installed the webhook configurations %s", self.options.install)
+            self._serving.set()
             await stopping.wait()
         finally:
             await self.stop()
+
+    async def wait_serving(self) -> None:
+        """Return once the server listens (under :meth:`run` with ``options.install``:
+        once the configurations are written too). Await it on the server's event loop."""
+        await self._serving.wait()
 
     async def start(self) -> None:
         """Load the certificate, listen, and start checking the certificate files."""
@@ -299,6 +306,8 @@ class WebhookServer:
         self._port = int(runner.addresses[0][1])
         self._listening = True
         self._watcher = asyncio.create_task(self._watch_certificates(), name="webhook certificates")
+        if self.options.install is None:
+            self._serving.set()
         logger.info(
             "serving webhooks on %s: %s", self.url, [w.path for w in self.webhooks.admission]
         )
@@ -306,6 +315,7 @@ class WebhookServer:
     async def stop(self) -> None:
         """Stop listening and checking the certificate (idempotent)."""
         self._listening = False
+        self._serving.clear()
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.cancel()
