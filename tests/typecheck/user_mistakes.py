@@ -7,7 +7,7 @@ user_typed_objects.py and user_generics.py."""
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypedDict
 
 from kubereflector import (
     DeletedFinalStateUnknown,
@@ -22,7 +22,7 @@ from kubereflector import (
 )
 from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient, load_config
 from kubereflector.models import Deployment, Pod
-from kubereflector.runtime import Manager
+from kubereflector.runtime import AdmissionRequest, Manager
 from kubereflector.testing import FakeControllerSource
 
 
@@ -166,3 +166,24 @@ def wrote_the_wrong_thing_blocking(client: SyncClient, deployment: Deployment) -
         {"spec": {"containers": [], "nodeNmae": "n1"}},  # E: Extra key "nodeNmae" for TypedDict
         field_manager="me",
     )
+
+
+class Gadget(TypedDict):
+    spec: dict[str, Any]
+
+
+def webhooks_typed_wrong(manager: Manager) -> None:
+    @manager.validator(Pod)  # E: "Callable[[Deployment, AdmissionRequest[Deployment]], None]"
+    def check(pod: Deployment, request: AdmissionRequest[Deployment]) -> None:
+        return None
+
+    manager.defaulter(Pod, failure_policy="Never")  # E: No overload variant of "defaulter"
+    manager.validator(Pod, reinvocation_policy="IfNeeded")  # E: Unexpected keyword argument
+
+    async def to_hub(old: Gadget) -> Pod:
+        return {"spec": {"containers": []}}
+
+    def from_hub(new: Pod) -> Gadget:
+        return {"spec": {}}
+
+    manager.converter(Pod, Gadget, to_hub=to_hub, from_hub=from_hub)  # E: Argument "to_hub"

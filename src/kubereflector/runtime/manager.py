@@ -80,9 +80,8 @@ from .options import ControllerOptions, _checked_options
 from .predicates import Predicate
 from .reconcile import ReconcileFunc, Request
 from .runnable import Runnable
-from .webhooks.admission import AdmissionHandler
 from .webhooks.conversion import Conversion
-from .webhooks.registry import DefaulterOptions, ValidatorOptions, Webhooks
+from .webhooks.registry import DefaulterOptions, HandlerDecorator, ValidatorOptions, Webhooks
 from .webhooks.server import WebhookOptions, WebhookServer
 
 if TYPE_CHECKING:
@@ -570,16 +569,14 @@ class Manager:
     @overload
     def validator(
         self, for_: type[T], **options: Unpack[ValidatorOptions]
-    ) -> Callable[[AdmissionHandler[T]], AdmissionHandler[T]]: ...
+    ) -> HandlerDecorator[T]: ...
 
     @overload
     def validator(
         self, for_: str | ApiResource, **options: Unpack[ValidatorOptions]
-    ) -> Callable[[AdmissionHandler[dict[str, Any]]], AdmissionHandler[dict[str, Any]]]: ...
+    ) -> HandlerDecorator[dict[str, Any]]: ...
 
-    def validator(
-        self, for_: Any, **options: Unpack[ValidatorOptions]
-    ) -> Callable[[AdmissionHandler[Any]], AdmissionHandler[Any]]:
+    def validator(self, for_: Any, **options: Unpack[ValidatorOptions]) -> HandlerDecorator[Any]:
         """Register a validating webhook of ``for_`` (a model class, a resource name or an
         :class:`~kubereflector.models.ApiResource`): see :meth:`Webhooks.validator
         <kubereflector.runtime.webhooks.Webhooks.validator>`. Raises
@@ -590,16 +587,14 @@ class Manager:
     @overload
     def defaulter(
         self, for_: type[T], **options: Unpack[DefaulterOptions]
-    ) -> Callable[[AdmissionHandler[T]], AdmissionHandler[T]]: ...
+    ) -> HandlerDecorator[T]: ...
 
     @overload
     def defaulter(
         self, for_: str | ApiResource, **options: Unpack[DefaulterOptions]
-    ) -> Callable[[AdmissionHandler[dict[str, Any]]], AdmissionHandler[dict[str, Any]]]: ...
+    ) -> HandlerDecorator[dict[str, Any]]: ...
 
-    def defaulter(
-        self, for_: Any, **options: Unpack[DefaulterOptions]
-    ) -> Callable[[AdmissionHandler[Any]], AdmissionHandler[Any]]:
+    def defaulter(self, for_: Any, **options: Unpack[DefaulterOptions]) -> HandlerDecorator[Any]:
         """Register a mutating webhook of ``for_``: see :meth:`Webhooks.defaulter
         <kubereflector.runtime.webhooks.Webhooks.defaulter>`. Raises
         :class:`ManagerError` once the manager runs."""

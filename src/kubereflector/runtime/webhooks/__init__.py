@@ -55,7 +55,7 @@ from .configuration import (
     webhook_configurations,
 )
 from .conversion import CONVERSION_REVIEW_VERSION, Conversion, ConversionError, review_conversion
-from .registry import DefaulterOptions, ValidatorOptions, Webhooks
+from .registry import DefaulterOptions, HandlerDecorator, ValidatorOptions, Webhooks
 from .server import WebhookOptions, WebhookServer
 
 __all__ = [
@@ -75,6 +75,7 @@ __all__ = [
     "Denied",
     "GroupVersionKind",
     "GroupVersionResource",
+    "HandlerDecorator",
     "Operation",
     "ReviewError",
     "SelfSignedCertificate",

@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, cast, overload
 
 from typing_extensions import TypedDict, Unpack
 
 from ...models import ApiResource, resource_of
-from .admission import OPERATIONS, AdmissionHandler, AdmissionWebhook, Operation, WebhookType
+from .admission import (
+    OPERATIONS,
+    AdmissionHandler,
+    AdmissionRequest,
+    AdmissionWebhook,
+    Operation,
+    WebhookType,
+)
 from .configuration import WebhookEndpoint, conversion_stanza, webhook_configurations
 from .conversion import Conversion
 
@@ -28,11 +35,29 @@ if TYPE_CHECKING:
     )
     from ...models.apiextensions_v1 import CustomResourceConversion
 
-__all__ = ["DefaulterOptions", "ValidatorOptions", "Webhooks"]
+__all__ = ["DefaulterOptions", "HandlerDecorator", "ValidatorOptions", "Webhooks"]
 
 T = TypeVar("T")
 H = TypeVar("H")
 S = TypeVar("S")
+W = TypeVar("W", bound="Sequence[str] | None")
+
+
+class HandlerDecorator(Protocol[T]):
+    """What :meth:`Webhooks.validator` and :meth:`Webhooks.defaulter` return: a decorator
+    that registers a handler of ``(obj: T, request: AdmissionRequest[T])`` (a coroutine
+    function or a plain function returning ``None`` or warnings) and gives it back."""
+
+    @overload
+    def __call__(
+        self, handler: Callable[[T, AdmissionRequest[T]], Awaitable[W]], /
+    ) -> Callable[[T, AdmissionRequest[T]], Awaitable[W]]: ...
+
+    @overload
+    def __call__(
+        self, handler: Callable[[T, AdmissionRequest[T]], W], /
+    ) -> Callable[[T, AdmissionRequest[T]], W]: ...
+
 
 _NAME: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?){2,}$")
 _PATH: Final = re.compile(r"^(/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)+$")
@@ -175,16 +200,14 @@ class Webhooks:
     @overload
     def validator(
         self, for_: type[T], **options: Unpack[ValidatorOptions]
-    ) -> Callable[[AdmissionHandler[T]], AdmissionHandler[T]]: ...
+    ) -> HandlerDecorator[T]: ...
 
     @overload
     def validator(
         self, for_: str | ApiResource, **options: Unpack[ValidatorOptions]
-    ) -> Callable[[AdmissionHandler[dict[str, Any]]], AdmissionHandler[dict[str, Any]]]: ...
+    ) -> HandlerDecorator[dict[str, Any]]: ...
 
-    def validator(
-        self, for_: Any, **options: Unpack[ValidatorOptions]
-    ) -> Callable[[AdmissionHandler[Any]], AdmissionHandler[Any]]:
+    def validator(self, for_: Any, **options: Unpack[ValidatorOptions]) -> HandlerDecorator[Any]:
         """Register a validating handler of ``for_`` (a registered model class such as
         ``Foo``, a resource name such as ``"deployments.apps"``, or an
         :class:`~kubereflector.models.ApiResource`): a decorator returning the function
@@ -199,16 +222,14 @@ class Webhooks:
     @overload
     def defaulter(
         self, for_: type[T], **options: Unpack[DefaulterOptions]
-    ) -> Callable[[AdmissionHandler[T]], AdmissionHandler[T]]: ...
+    ) -> HandlerDecorator[T]: ...
 
     @overload
     def defaulter(
         self, for_: str | ApiResource, **options: Unpack[DefaulterOptions]
-    ) -> Callable[[AdmissionHandler[dict[str, Any]]], AdmissionHandler[dict[str, Any]]]: ...
+    ) -> HandlerDecorator[dict[str, Any]]: ...
 
-    def defaulter(
-        self, for_: Any, **options: Unpack[DefaulterOptions]
-    ) -> Callable[[AdmissionHandler[Any]], AdmissionHandler[Any]]:
+    def defaulter(self, for_: Any, **options: Unpack[DefaulterOptions]) -> HandlerDecorator[Any]:
         """Register a mutating handler of ``for_`` (as :meth:`validator`): it changes
         ``obj`` (a private copy) in place, and the server answers the JSON Patch of its
         changes. ``options``: :class:`DefaulterOptions`."""
@@ -247,7 +268,7 @@ class Webhooks:
 
     def _decorator(
         self, kind: WebhookType, for_: object, options: dict[str, Any]
-    ) -> Callable[[AdmissionHandler[Any]], AdmissionHandler[Any]]:
+    ) -> HandlerDecorator[Any]:
         target = _target(for_)
         allowed = {*ValidatorOptions.__annotations__}
         if kind == "mutating":
@@ -335,7 +356,7 @@ class Webhooks:
             self.add(webhook)
             return handler
 
-        return register
+        return cast("HandlerDecorator[Any]", register)
 
     # -- telling the API server ---------------------------------------------------------
 
