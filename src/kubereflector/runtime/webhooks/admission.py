@@ -102,9 +102,9 @@ class UserInfo:
     extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
 class AdmissionRequest(Generic[T]):
-    """One admission request (``AdmissionReview.request``), as the API server sent it.
+    """One admission request (``AdmissionReview.request``), as the API server sent it;
+    read-only (but for ``object``, which a mutating handler may change).
 
     ``kind`` and ``resource`` are those of the version this webhook asked for (its
     rules); ``request_kind``/``request_resource`` the ones the client wrote (they differ
@@ -115,23 +115,128 @@ class AdmissionRequest(Generic[T]):
     private copy it may change. ``options`` are the request's ``CreateOptions``,
     ``UpdateOptions``, ``DeleteOptions`` (or the connect options). ``dry_run``: nothing
     will be stored, so a handler must not act on the request (side effects).
+
+    Made from the review's ``request`` (a dict as decoded from JSON); its fields are read
+    from it when first asked for (a handler that reads none costs nothing). Raises
+    :class:`ReviewError` when ``request`` lacks its ``uid``, a known ``operation``, its
+    ``kind`` or its ``resource``, or has an ``object`` that is not one.
     """
 
-    uid: str
-    operation: Operation
-    kind: GroupVersionKind
-    resource: GroupVersionResource
-    sub_resource: str
-    request_kind: GroupVersionKind | None
-    request_resource: GroupVersionResource | None
-    request_sub_resource: str
-    name: str
-    namespace: str
-    user_info: UserInfo
-    object: T | None
-    old_object: T | None
-    dry_run: bool
-    options: dict[str, Any] | None
+    __slots__ = ("_kind", "_object", "_old", "_raw", "_user")
+
+    def __init__(
+        self, request: dict[str, Any], *, object: T | None = None, old_object: T | None = None
+    ) -> None:
+        uid = request.get("uid")
+        if type(uid) is not str or not uid:
+            raise ReviewError("the AdmissionReview request has no uid")
+        operation = request.get("operation")
+        if operation not in OPERATIONS:
+            raise ReviewError(
+                f"request.operation must be one of {', '.join(OPERATIONS)}, not {operation!r}"
+            )
+        for where in ("kind", "resource"):
+            value = request.get(where)
+            if type(value) is not dict or type(value.get(where)) is not str:
+                raise ReviewError(
+                    f"request.{where} must be an object with group, version and {where}"
+                )
+        self._raw = request
+        self._object = object
+        self._old = old_object
+        self._kind: tuple[GroupVersionKind, GroupVersionResource] | None = None
+        self._user: UserInfo | None = None
+
+    @property
+    def uid(self) -> str:
+        """The request's uid (the API server expects it back)."""
+        return str(self._raw["uid"])
+
+    @property
+    def operation(self) -> Operation:
+        """``CREATE``, ``UPDATE``, ``DELETE`` or ``CONNECT``."""
+        operation: Operation = self._raw["operation"]
+        return operation
+
+    def _kinds(self) -> tuple[GroupVersionKind, GroupVersionResource]:
+        if self._kind is None:
+            self._kind = (_gvk(self._raw["kind"], "kind"), _gvr(self._raw["resource"], "resource"))
+        return self._kind
+
+    @property
+    def kind(self) -> GroupVersionKind:
+        """The kind of the object as this webhook gets it."""
+        return self._kinds()[0]
+
+    @property
+    def resource(self) -> GroupVersionResource:
+        """The resource as this webhook's rules named it."""
+        return self._kinds()[1]
+
+    @property
+    def sub_resource(self) -> str:
+        """The subresource written (``status``, ``scale``, ...), or ``""``."""
+        return str(self._raw.get("subResource") or "")
+
+    @property
+    def request_kind(self) -> GroupVersionKind | None:
+        """The kind the client wrote (``None`` when the API server did not say)."""
+        value = self._raw.get("requestKind")
+        return _gvk(value, "requestKind") if value else None
+
+    @property
+    def request_resource(self) -> GroupVersionResource | None:
+        """The resource the client wrote to (``None`` when the API server did not say)."""
+        value = self._raw.get("requestResource")
+        return _gvr(value, "requestResource") if value else None
+
+    @property
+    def request_sub_resource(self) -> str:
+        """The subresource the client wrote to, or ``""``."""
+        return str(self._raw.get("requestSubResource") or "")
+
+    @property
+    def name(self) -> str:
+        """The object's name (``""`` on a CREATE of a ``generateName`` object, which gets
+        its name after the mutating webhooks)."""
+        return str(self._raw.get("name") or "")
+
+    @property
+    def namespace(self) -> str:
+        """The object's namespace (``""`` for a cluster-scoped one)."""
+        return str(self._raw.get("namespace") or "")
+
+    @property
+    def user_info(self) -> UserInfo:
+        """Who made the request."""
+        if self._user is None:
+            self._user = _user(self._raw.get("userInfo"))
+        return self._user
+
+    @property
+    def object(self) -> T | None:
+        """The new object (``None`` on DELETE); a mutating handler's own copy."""
+        return self._object
+
+    @property
+    def old_object(self) -> T | None:
+        """The stored object, on UPDATE and DELETE (``None`` on CREATE)."""
+        return self._old
+
+    @property
+    def dry_run(self) -> bool:
+        """Whether nothing will be stored (act on nothing)."""
+        return bool(self._raw.get("dryRun"))
+
+    @property
+    def options(self) -> dict[str, Any] | None:
+        """The request's options object (``CreateOptions``, ``UpdateOptions``, ...)."""
+        options = self._raw.get("options")
+        return options if type(options) is dict else None
+
+    def __repr__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"<AdmissionRequest {self.operation} {self._raw['kind'].get('kind')} {where}>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,16 +446,16 @@ def _denial(uid: str, denied: Denied) -> dict[str, Any]:
 
 
 def _gvk(value: Any, where: str) -> GroupVersionKind:
-    if not isinstance(value, Mapping) or not isinstance(value.get("kind"), str):
-        raise ReviewError(f"{where} must be an object with group, version and kind")
+    if type(value) is not dict or type(value.get("kind")) is not str:
+        raise ReviewError(f"request.{where} must be an object with group, version and kind")
     return GroupVersionKind(
         str(value.get("group") or ""), str(value.get("version") or ""), value["kind"]
     )
 
 
 def _gvr(value: Any, where: str) -> GroupVersionResource:
-    if not isinstance(value, Mapping) or not isinstance(value.get("resource"), str):
-        raise ReviewError(f"{where} must be an object with group, version and resource")
+    if type(value) is not dict or type(value.get("resource")) is not str:
+        raise ReviewError(f"request.{where} must be an object with group, version and resource")
     return GroupVersionResource(
         str(value.get("group") or ""), str(value.get("version") or ""), value["resource"]
     )
@@ -359,17 +464,17 @@ def _gvr(value: Any, where: str) -> GroupVersionResource:
 def _user(value: Any) -> UserInfo:
     if value is None:
         return UserInfo()
-    if not isinstance(value, Mapping):
+    if type(value) is not dict:
         raise ReviewError("request.userInfo must be an object")
     extra = value.get("extra") or {}
     groups = value.get("groups") or []
-    if not isinstance(extra, Mapping) or not isinstance(groups, list):
+    if type(extra) is not dict or type(groups) is not list:
         raise ReviewError("request.userInfo has groups (a list) and extra (an object)")
     return UserInfo(
         username=str(value.get("username") or ""),
         uid=str(value.get("uid") or ""),
-        groups=tuple(str(g) for g in groups),
-        extra={str(k): tuple(str(x) for x in (v or [])) for k, v in extra.items()},
+        groups=tuple(map(str, groups)),
+        extra={str(k): tuple(map(str, v or ())) for k, v in extra.items()} if extra else {},
     )
 
 
@@ -403,40 +508,10 @@ def _parse_request(
     one (for a handler that may change it). Raises :class:`ReviewError` for anything but
     a v1 review with a ``uid`` and a known ``operation``."""
     raw = _review_of(body, "AdmissionReview", ADMISSION_REVIEW_VERSION)["request"]
-    uid = raw.get("uid")
-    if not isinstance(uid, str) or not uid:
-        raise ReviewError("the AdmissionReview request has no uid")
-    operation = raw.get("operation")
-    if operation not in OPERATIONS:
-        raise ReviewError(
-            f"request.operation must be one of {', '.join(OPERATIONS)}, not {operation!r}"
-        )
     obj, old = raw.get("object"), raw.get("oldObject")
-    for value, where in ((obj, "object"), (old, "oldObject")):
-        if value is not None and not isinstance(value, dict):
-            raise ReviewError(f"request.{where} must be an object or null")
+    if (obj is not None and type(obj) is not dict) or (old is not None and type(old) is not dict):
+        where = "object" if obj is not None and type(obj) is not dict else "oldObject"
+        raise ReviewError(f"request.{where} must be an object or null")
     if obj is not None and copy:
         obj = _decode(_ENCODER.encode(obj))  # the handler's copy; the raw one is the original
-    options = raw.get("options")
-    request: AdmissionRequest[Any] = AdmissionRequest(
-        uid=uid,
-        operation=operation,
-        kind=_gvk(raw.get("kind"), "request.kind"),
-        resource=_gvr(raw.get("resource"), "request.resource"),
-        sub_resource=str(raw.get("subResource") or ""),
-        request_kind=_gvk(raw["requestKind"], "request.requestKind")
-        if raw.get("requestKind")
-        else None,
-        request_resource=_gvr(raw["requestResource"], "request.requestResource")
-        if raw.get("requestResource")
-        else None,
-        request_sub_resource=str(raw.get("requestSubResource") or ""),
-        name=str(raw.get("name") or ""),
-        namespace=str(raw.get("namespace") or ""),
-        user_info=_user(raw.get("userInfo")),
-        object=obj,
-        old_object=old,
-        dry_run=bool(raw.get("dryRun")),
-        options=options if isinstance(options, dict) else None,
-    )
-    return request, raw
+    return AdmissionRequest(raw, object=obj, old_object=old), raw
