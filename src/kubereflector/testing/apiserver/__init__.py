@@ -14,9 +14,11 @@ or from a shell (runs until SIGINT/SIGTERM)::
     python -m kubereflector.testing.apiserver --port 6443 --write-kubeconfig kc.yaml
 
 What it serves: core/v1 namespaces, pods, configmaps, secrets, services,
-apps/v1 deployments, events.k8s.io/v1 events, coordination.k8s.io/v1 leases and
-apiextensions.k8s.io/v1 customresourcedefinitions (creating one serves its
-resource: discovery, printer columns, schema), plus any resource registered with
+apps/v1 deployments, events.k8s.io/v1 events, coordination.k8s.io/v1 leases,
+admissionregistration.k8s.io/v1 validating and mutating webhook configurations
+(whose webhooks it calls) and apiextensions.k8s.io/v1 customresourcedefinitions
+(creating one serves its resource in every served version: discovery, printer
+columns, schema, conversion), plus any resource registered with
 :meth:`register_resource` (a CRD stand-in from Python), with legacy and
 aggregated (v2) discovery, and OpenAPI v2 (JSON) and v3 documents with
 server-side field validation (``fieldValidation``), enough for ``kubectl create
@@ -64,10 +66,20 @@ Deliberate differences from kube-apiserver (each for a reason):
 * Strategic merge patch is a JSON merge patch that ignores ``$`` directives
   (lists are replaced, not merged by key); protobuf is refused (415: kubectl's
   generators such as ``kubectl create configmap`` send protobuf, and the 415
-  says to use ``create -f``/``apply -f``). No admission, defaulting (beyond a
+  says to use ``create -f``/``apply -f``). No defaulting (beyond a
   pod's ``status.phase: Pending`` and a namespace's phase and name label),
   schema validation (only unknown top-level and metadata fields are reported)
-  or RBAC. A CRD serves its storage version only.
+  or RBAC; of admission, only the webhooks (below).
+* Admission webhooks (``admissionregistration.k8s.io/v1`` configurations) are
+  called as kube-apiserver calls them, on every write over HTTP (the Python data
+  API writes like the storage layer: no admission); ``matchConditions`` are not
+  evaluated, and a Service-backed webhook is called where
+  :meth:`~ApiServerEmulator.route_webhook_service` says (there is no cluster
+  network). A CRD is served in every served version: objects stay in the version
+  they were stored in and every read of another version converts them (by
+  ``apiVersion``, or through the CRD's conversion webhook), where kube may answer
+  a list or watch from a cache of that version; server-side apply in another
+  version converts the configuration to the storage version and applies there.
 * Server-side apply and managedFields follow structured-merge-diff without
   schemas: every list is atomic except the built-in keyed lists the emulator
   knows (see ``_fields``); a status-subresource write changes only
