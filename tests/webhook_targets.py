@@ -188,7 +188,7 @@ class Foos:
         client = self.target.client
         await client.create(CRDS, crd)
         try:
-            for version in [v["name"] for v in crd["spec"]["versions"]]:
+            for version in [v["name"] for v in crd["spec"]["versions"] if v["served"]]:
 
                 async def listed(version: str = version) -> bool:
                     try:

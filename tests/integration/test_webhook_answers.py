@@ -264,3 +264,19 @@ async def test_a_new_storage_version_keeps_the_objects(target: Target) -> None:
             assert got["spec"] == {"replicas": 2}
         with pytest.raises(NotFoundError):
             await client.get(foos.path("v1", "c"))
+
+
+async def test_every_served_version_is_discovered_the_preferred_first(target: Target) -> None:
+    foos = Foos.make(target)
+    crd = foos.crd(alpha=True)
+    beta = {**crd["spec"]["versions"][0], "name": "v1beta1"}
+    unserved = {**crd["spec"]["versions"][0], "name": "v1beta2", "served": False}
+    crd["spec"]["versions"] += [beta, unserved]
+    async with foos.served(crd):
+        group = await target.client.get(f"/apis/{foos.group}")
+        assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1", "v1alpha1"]
+        assert group["preferredVersion"]["version"] == "v1"
+        resources = await target.client.get(f"/apis/{foos.group}/v1beta1")
+        assert [r["name"] for r in resources["resources"]] == ["foos"]
+        with pytest.raises(NotFoundError):
+            await target.client.get(foos.path("v1beta2"))
