@@ -557,8 +557,8 @@ class Manager:
 
     @property
     def webhooks(self) -> Webhooks:
-        """The registered webhooks (:class:`~kubereflector.runtime.webhooks.Webhooks`):
-        also what generates their configurations."""
+        """The registered webhooks (:class:`~kubereflector.runtime.webhooks.Webhooks`),
+        which also generate their configurations; served only with a ``webhook_port``."""
         return self._webhooks
 
     @property
