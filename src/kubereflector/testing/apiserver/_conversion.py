@@ -9,7 +9,8 @@ annotations kept from the original).
 :func:`install` serves a CRD's other versions when it is stored (discovery, OpenAPI,
 routing); :class:`Conversions` converts. Objects keep the version they were stored in
 (after a change of the storage version, older ones stay in theirs until written again),
-so every read converts what is not in the wanted version.
+so every read converts what is not in the wanted version, then prunes and defaults
+it by that version's schema (as kube's decoding of a custom resource does).
 
 Private to :mod:`kubereflector.testing.apiserver`. Event loop only.
 """
@@ -28,11 +29,19 @@ from ._records import ENCODER, Bucket, Record
 from ._resources import DEFAULT_VERBS, ServedResource
 from ._statuses import StatusError
 from ._store import Store
+from ._strategy import coerce_custom
 from ._webhook_client import CallFailed, WebhookCaller
 
 __all__ = ["Conversions", "CrdConversion", "install"]
 
 _decode: Final = msgspec.json.decode
+
+
+def _copy(obj: Mapping[str, Any]) -> dict[str, Any]:
+    copied: dict[str, Any] = _decode(ENCODER.encode(obj))
+    return copied
+
+
 _CONVERSION_TIMEOUT: Final = 30.0
 """Seconds a conversion webhook may take (kube's webhook client default)."""
 
@@ -145,11 +154,11 @@ class Conversions:
             return out
         conversion = self.by_resource.get(info.group_resource)
         if conversion is None or conversion.strategy != "Webhook":
-            for i in pending:
-                out[i] = {**objs[i], "apiVersion": target}
-            return out
-        converted = await self._webhook(conversion, [objs[i] for i in pending], target)
+            converted = [_copy({**objs[i], "apiVersion": target}) for i in pending]
+        else:
+            converted = await self._webhook(conversion, [objs[i] for i in pending], target)
         for i, obj in zip(pending, converted, strict=True):
+            coerce_custom(info, obj)  # pruned and defaulted by that version's schema, as kube reads
             out[i] = obj
         return out
 

@@ -173,7 +173,7 @@ class Writes:
         applied to the object in ``info``'s version, then written as :meth:`update`."""
 
         def body(old: dict[str, Any]) -> dict[str, Any]:
-            return patched(_copy(old), patch_type, patch)
+            return patched(info, _copy(old), patch_type, patch)
 
         return await self._update(
             http, bucket, info, namespace, name, body, subresource, writer, options
