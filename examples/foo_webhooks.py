@@ -30,13 +30,14 @@ import logging
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any, Final, TypedDict
+from typing import Final
 
-from typing_extensions import NotRequired
+from typing_extensions import NotRequired, TypedDict
 
 from kubereflector.client import Client, load_config
 from kubereflector.errors import AlreadyExistsError
-from kubereflector.models import ApiResource, register
+from kubereflector.models.apiextensions_v1 import CustomResourceDefinition
+from kubereflector.models.crd import API_APPROVED, crd_manifest, custom_resource
 from kubereflector.models.meta_v1 import ObjectMeta
 from kubereflector.runtime import (
     AdmissionRequest,
@@ -62,6 +63,11 @@ class FooStatus(TypedDict, total=False):
     availableReplicas: int
 
 
+APPROVAL: Final = {API_APPROVED: "unapproved, experimental-only (kubereflector's example)"}
+"""A group under k8s.io needs this annotation on its CRD (kube-apiserver refuses it else)."""
+
+
+@custom_resource(group=GROUP, version="v1", storage=True, annotations=APPROVAL)
 class Foo(TypedDict):
     """A Foo in v1, the hub and storage version."""
 
@@ -77,6 +83,7 @@ class FooV1alpha1Spec(TypedDict, total=False):
     replicas: int
 
 
+@custom_resource(group=GROUP, version="v1alpha1", kind="Foo")
 class FooV1alpha1(TypedDict):
     """A Foo in v1alpha1, as sample-controller defines it."""
 
@@ -85,10 +92,6 @@ class FooV1alpha1(TypedDict):
     metadata: NotRequired[ObjectMeta]
     spec: FooV1alpha1Spec
     status: NotRequired[FooStatus]
-
-
-register(Foo, ApiResource(GROUP, "v1", "Foo", "foos", True))
-register(FooV1alpha1, ApiResource(GROUP, "v1alpha1", "Foo", "foos", True))
 
 
 # -- admission -----------------------------------------------------------------------------------
@@ -181,45 +184,11 @@ def add_webhooks(manager: Manager) -> None:
 # -- the CustomResourceDefinition ----------------------------------------------------------------
 
 
-def _version(name: str, spec: dict[str, Any], *, storage: bool) -> dict[str, Any]:
-    return {
-        "name": name,
-        "served": True,
-        "storage": storage,
-        "subresources": {"status": {}},
-        "schema": {
-            "openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {"type": "object", "properties": spec},
-                    "status": {
-                        "type": "object",
-                        "properties": {"availableReplicas": {"type": "integer"}},
-                    },
-                },
-            }
-        },
-    }
-
-
-def foo_crd() -> dict[str, Any]:
-    """Foo's CustomResourceDefinition: v1alpha1 and v1 served, v1 stored (the conversion
-    is added by the Manager with ``WebhookOptions(install=...)``)."""
-    alpha = {"deploymentName": {"type": "string"}, "replicas": {"type": "integer"}}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"foos.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": "foos", "singular": "foo", "kind": "Foo", "listKind": "FooList"},
-            "versions": [
-                _version("v1alpha1", alpha, storage=False),
-                _version("v1", {**alpha, "paused": {"type": "boolean"}}, storage=True),
-            ],
-        },
-    }
+def foo_crd() -> CustomResourceDefinition:
+    """Foo's CustomResourceDefinition, generated from the declarations: v1alpha1 and v1
+    served, v1 stored (the conversion is added by the Manager with
+    ``WebhookOptions(install=...)``)."""
+    return crd_manifest(Foo)
 
 
 async def ensure_crd(client: Client) -> None:

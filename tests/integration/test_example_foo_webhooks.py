@@ -5,7 +5,6 @@ written in one version read in the other), then stops quietly on Ctrl-C."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -23,14 +22,22 @@ from kubereflector.errors import InvalidError
 from kubereflector.runtime.webhooks import Conversion
 from kubereflector.testing import ApiServerEmulator
 
+PROGRAM_GROUP = "samplecontroller.k8s.io"
+"""The group the program serves (its own process)."""
+
 
 def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("foo_webhooks", EXAMPLES / "foo_webhooks.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["foo_webhooks"] = module
-    spec.loader.exec_module(module)
+    """The example as a module of this process, its Foo in a group of its own: the
+    suite's other Foos (the golden one of models.crd's tests) declare
+    samplecontroller.k8s.io's versions in this process too."""
+    source = (EXAMPLES / "foo_webhooks.py").read_text(encoding="utf-8")
+    declared = f'GROUP: Final = "{PROGRAM_GROUP}"'
+    assert declared in source
+    source = source.replace(declared, 'GROUP: Final = "webhooks.samplecontroller.k8s.io"')
+    module = ModuleType("foo_webhooks_under_test")
+    module.__file__ = str(EXAMPLES / "foo_webhooks.py")
+    sys.modules[module.__name__] = module
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
     return module
 
 
@@ -85,17 +92,17 @@ async def server() -> AsyncIterator[ApiServerEmulator]:
         yield emulator
 
 
-def foo(name: str, version: str = "v1", **spec: Any) -> dict[str, Any]:
+def foo(name: str, version: str = "v1", group: str = PROGRAM_GROUP, **spec: Any) -> dict[str, Any]:
     return {
-        "apiVersion": f"{GROUP}/{version}",
+        "apiVersion": f"{group}/{version}",
         "kind": "Foo",
         "metadata": {"name": name},
         "spec": spec,
     }
 
 
-def path(version: str = "v1", name: str = "") -> str:
-    base = f"/apis/{GROUP}/{version}/namespaces/default/foos"
+def path(version: str = "v1", name: str = "", group: str = PROGRAM_GROUP) -> str:
+    base = f"/apis/{group}/{version}/namespaces/default/foos"
     return f"{base}/{name}" if name else base
 
 
@@ -111,7 +118,7 @@ async def test_the_program_serves_foos_webhooks(server: ApiServerEmulator) -> No
             with pytest.raises(InvalidError) as invalid:
                 await client.create(path(), foo("b", deploymentName="Web_1"))
             assert invalid.value.message == (
-                f'admission webhook "vfoo.{GROUP}" denied the request: '
+                f'admission webhook "vfoo.{PROGRAM_GROUP}" denied the request: '
                 "spec.deploymentName 'Web_1' is not a DNS-1123 label"
             )
             changed = {**made, "spec": {**made["spec"], "deploymentName": "api"}}
@@ -119,15 +126,15 @@ async def test_the_program_serves_foos_webhooks(server: ApiServerEmulator) -> No
                 await client.update(path("v1", "a"), changed)
 
             alpha = await client.create(path("v1alpha1"), foo("c", "v1alpha1", deploymentName="db"))
-            assert alpha["apiVersion"] == f"{GROUP}/v1alpha1"
+            assert alpha["apiVersion"] == f"{PROGRAM_GROUP}/v1alpha1"
             assert alpha["spec"] == {"deploymentName": "db", "replicas": 1}
             paused = await client.patch(path("v1", "c"), {"spec": {"paused": True}})
             assert paused["spec"] == {"deploymentName": "db", "replicas": 1, "paused": True}
             as_alpha = await client.get(path("v1alpha1", "c"))
             assert as_alpha["spec"] == {"deploymentName": "db", "replicas": 1}
-            assert as_alpha["metadata"]["annotations"] == {example.PAUSED: "true"}
-            stored = server.get(f"foos.{GROUP}", "c")
-            assert stored["apiVersion"] == f"{GROUP}/v1"
+            assert as_alpha["metadata"]["annotations"] == {f"{PROGRAM_GROUP}/paused": "true"}
+            stored = server.get(f"foos.{PROGRAM_GROUP}", "c")
+            assert stored["apiVersion"] == f"{PROGRAM_GROUP}/v1"
             assert "annotations" not in stored["metadata"]
         proc.send_signal(signal.SIGINT)
         _, err = await asyncio.wait_for(proc.communicate(), WAIT)
@@ -144,5 +151,7 @@ async def test_without_the_program_nothing_is_defaulted_or_refused(
         await client.create(
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", example.foo_crd()
         )
-        made = await client.create(path(), foo("a", deploymentName="Not_A_Label"))
+        made = await client.create(
+            path(group=GROUP), foo("a", group=GROUP, deploymentName="Not_A_Label")
+        )
         assert made["spec"] == {"deploymentName": "Not_A_Label"}
