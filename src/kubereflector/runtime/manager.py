@@ -74,33 +74,26 @@ from ..leaderelection import (
     default_identity,
 )
 from ..metrics import Metrics, MetricsServer
+from ._webhook_entries import _WebhookEntries
 from .controller import Controller
 from .handlers import Mapper
 from .options import ControllerOptions, _checked_options
 from .predicates import Predicate
 from .reconcile import ReconcileFunc, Request
 from .runnable import Runnable
-from .webhooks.conversion import Conversion
-from .webhooks.registry import DefaulterOptions, HandlerDecorator, ValidatorOptions, Webhooks
-from .webhooks.server import WebhookOptions, WebhookServer
+from .webhooks.server import WebhookOptions
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
     from ..cache.listers import Lister
     from ..cache.shared_informer import SharedIndexInformer
     from ..client.discovery import ResourceInfo
     from ..client.sync import SyncClient
-    from ..models import ApiResource
 
 __all__ = ["LeaderElection", "LeaderElectionLostError", "Manager", "ManagerError"]
 
 logger = logging.getLogger("kubereflector.runtime")
 
 F = TypeVar("F", bound=Callable[[Request], Any])
-T = TypeVar("T")
-H = TypeVar("H")
-S = TypeVar("S")
 
 _SERVICE_ACCOUNT_NAMESPACE: Final = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 _LEADER_HEALTH_TOLERANCE: Final = 20.0
@@ -189,7 +182,7 @@ def _pod_namespace() -> str | None:
         return None
 
 
-class Manager:
+class Manager(_WebhookEntries):
     """Runs controllers over shared caches, with leader election, metrics, health
     probes and graceful shutdown (see the module documentation).
 
@@ -292,23 +285,7 @@ class Manager:
         # second). asyncio.Event binds to a loop only when first waited on.
         self._elected = asyncio.Event()
         self._loop_handle: LoopThread | None = None
-        self._webhooks = Webhooks()
-        self._webhook_server: WebhookServer | None = None
-        if webhook_port is not None:
-            server = WebhookServer(
-                self._webhooks,
-                port=webhook_port,
-                host=bind_address,
-                options=webhook_options,
-                metrics=self.metrics.webhooks(),
-                clock=self._clock,
-                client=self._client,
-            )
-            self._webhook_server = server
-            self._runnables.append((server, False))  # every replica serves
-            self._readyz["webhook"] = server.ready
-        elif webhook_options is not None:
-            raise ValueError("webhook_options without a webhook_port: give both")
+        self._init_webhooks(webhook_port, webhook_options, host=bind_address)
 
     # -- what the manager holds -------------------------------------------------------
 
@@ -552,63 +529,6 @@ class Manager:
         with self._lock:
             self._check_new("runnables")
             self._runnables.append((runnable, leader_only))
-
-    # -- webhooks -----------------------------------------------------------------------
-
-    @property
-    def webhooks(self) -> Webhooks:
-        """The registered webhooks (:class:`~kubereflector.runtime.webhooks.Webhooks`),
-        which also generate their configurations; served only with a ``webhook_port``."""
-        return self._webhooks
-
-    @property
-    def webhook_server(self) -> WebhookServer | None:
-        """The webhook server (``None`` without a ``webhook_port``)."""
-        return self._webhook_server
-
-    @overload
-    def validator(
-        self, for_: type[T], **options: Unpack[ValidatorOptions]
-    ) -> HandlerDecorator[T]: ...
-
-    @overload
-    def validator(
-        self, for_: str | ApiResource, **options: Unpack[ValidatorOptions]
-    ) -> HandlerDecorator[dict[str, Any]]: ...
-
-    def validator(self, for_: Any, **options: Unpack[ValidatorOptions]) -> HandlerDecorator[Any]:
-        """Register a validating webhook of ``for_`` (a model class, a resource name or an
-        :class:`~kubereflector.models.ApiResource`): see :meth:`Webhooks.validator
-        <kubereflector.runtime.webhooks.Webhooks.validator>`. Raises
-        :class:`ManagerError` once the manager runs."""
-        self._check_new("webhooks")
-        return self._webhooks.validator(for_, **options)
-
-    @overload
-    def defaulter(
-        self, for_: type[T], **options: Unpack[DefaulterOptions]
-    ) -> HandlerDecorator[T]: ...
-
-    @overload
-    def defaulter(
-        self, for_: str | ApiResource, **options: Unpack[DefaulterOptions]
-    ) -> HandlerDecorator[dict[str, Any]]: ...
-
-    def defaulter(self, for_: Any, **options: Unpack[DefaulterOptions]) -> HandlerDecorator[Any]:
-        """Register a mutating webhook of ``for_``: see :meth:`Webhooks.defaulter
-        <kubereflector.runtime.webhooks.Webhooks.defaulter>`. Raises
-        :class:`ManagerError` once the manager runs."""
-        self._check_new("webhooks")
-        return self._webhooks.defaulter(for_, **options)
-
-    def converter(
-        self, hub: type[H], spoke: type[S], *, to_hub: Callable[[S], H], from_hub: Callable[[H], S]
-    ) -> Conversion[H]:
-        """Convert a multi-version kind's ``spoke`` version to and from its ``hub``: see
-        :meth:`Webhooks.converter <kubereflector.runtime.webhooks.Webhooks.converter>`.
-        Raises :class:`ManagerError` once the manager runs."""
-        self._check_new("webhooks")
-        return self._webhooks.converter(hub, spoke, to_hub=to_hub, from_hub=from_hub)
 
     # -- async use ----------------------------------------------------------------------
 
