@@ -114,9 +114,20 @@ class Admission:
         self.user_of: Callable[[Any], Mapping[str, Any]] = lambda _request: DEFAULT_USER
         """Who made an HTTP request (the emulator's RBAC may refine it)."""
 
-    def active(self) -> bool:
-        """Whether any webhook is configured (writes take the slower path then)."""
-        return bool(self.hooks.hooks(mutating=True) or self.hooks.hooks(mutating=False))
+    def concerns(self, info: ServedResource) -> bool:
+        """Whether a configured webhook's rules may name ``info``'s resource, in any
+        version, for any operation (writes of other resources take the store's path)."""
+        if info.group_resource in _EXEMPT:
+            return False
+        for hooks in (self.hooks.hooks(mutating=True), self.hooks.hooks(mutating=False)):
+            for hook in hooks:
+                for rule in hook.rules:
+                    if _either(rule.get("apiGroups"), info.group) and any(
+                        str(r).partition("/")[0] in ("*", info.plural)
+                        for r in rule.get("resources") or []
+                    ):
+                        return True
+        return False
 
     # -- matching --------------------------------------------------------------------------
 

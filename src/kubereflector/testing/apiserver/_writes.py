@@ -60,7 +60,7 @@ class Writes:
     def plain(self, bucket: Bucket, info: ServedResource) -> bool:
         """Whether a write of ``bucket`` in ``info``'s version needs neither admission nor
         conversion (the store is called directly)."""
-        return info is bucket.info and not self.admission.active()
+        return info is bucket.info and not self.admission.concerns(info)
 
     def converts(self, bucket: Bucket) -> bool:
         """Whether reads of ``bucket`` may need conversion (a CRD's resource)."""
