@@ -20,6 +20,7 @@ from aiohttp import ClientSession, web
 from conftest import Target
 
 from kubereflector import ListOptions
+from kubereflector.client import Client, ClientConfig, StaticAuth
 from kubereflector.errors import ApiError, ForbiddenError, InvalidError, NotFoundError
 from kubereflector.runtime import Manager, ManagerError
 from kubereflector.runtime.webhooks import (
@@ -1028,3 +1029,32 @@ async def test_the_manager_reports_its_webhooks_and_takes_them_before_it_runs(
 async def raw_url(url: str) -> tuple[int, str, str]:
     async with ClientSession() as session, session.get(url) as response:
         return response.status, response.headers.get("Content-Type", ""), await response.text()
+
+
+async def test_the_review_names_who_wrote(target: Target) -> None:
+    emulator = target.faults()  # users of its own: the real server here has one token
+    token = emulator.add_user("alice", groups=["system:masters", "dev"])
+    hooks = Webhooks()
+    users: list[AdmissionRequest[Any]] = []
+
+    @hooks.validator("configmaps", namespace_selector=in_namespace(target))
+    def record(obj: dict[str, Any], request: AdmissionRequest[Any]) -> None:
+        users.append(request)
+
+    server = WebhookServer(hooks, port=0, host="127.0.0.1")
+    await server.start()
+    config = config_of(target)
+    alice = ClientConfig(server=config.server, auth=StaticAuth(token=token))
+    try:
+        async with (
+            configured(target, server.configurations(f"kr-who-{target.namespace}")),
+            Client(alice) as client,
+        ):
+            await client.create(
+                f"/api/v1/namespaces/{target.namespace}/configmaps", {"metadata": {"name": "a"}}
+            )
+    finally:
+        await server.stop()
+    (request,) = users
+    assert request.user_info.username == "alice"
+    assert request.user_info.groups == ("system:masters", "dev", "system:authenticated")

@@ -13,7 +13,16 @@ from .finalizer import (
 )
 from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
+from .manifests import DEFAULT_RESOURCES, Manifest, manifests
 from .options import ControllerOptions
+from .permissions import (
+    ManagerDescription,
+    Permission,
+    Permissions,
+    ResourceRef,
+    Rule,
+    resolve_resource,
+)
 from .predicates import (
     Predicate,
     and_,
@@ -65,6 +74,7 @@ __all__ = [
     "ADMISSION_REVIEW_VERSION",
     "CONVERSION_PATH",
     "CONVERSION_REVIEW_VERSION",
+    "DEFAULT_RESOURCES",
     "OPERATIONS",
     "AdmissionHandler",
     "AdmissionRequest",
@@ -87,15 +97,21 @@ __all__ = [
     "LeaderElection",
     "LeaderElectionLostError",
     "Manager",
+    "ManagerDescription",
     "ManagerError",
+    "Manifest",
     "Mapper",
     "Operation",
+    "Permission",
+    "Permissions",
     "Predicate",
     "ReconcileFunc",
     "Request",
     "RequestQueue",
+    "ResourceRef",
     "Result",
     "ReviewError",
+    "Rule",
     "Runnable",
     "SelfSignedCertificate",
     "TerminalError",
@@ -118,9 +134,11 @@ __all__ = [
     "install_webhooks",
     "label_selector",
     "labels_changed",
+    "manifests",
     "not_",
     "or_",
     "remove_finalizer_patch",
+    "resolve_resource",
     "resource_version_changed",
     "review_conversion",
     "webhook_configurations",

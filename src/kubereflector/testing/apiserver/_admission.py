@@ -36,6 +36,7 @@ import binascii
 import logging
 import uuid
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -49,19 +50,29 @@ from ._records import ENCODER, Bucket
 from ._resources import ServedResource
 from ._statuses import StatusError, bad_request, not_found
 from ._store import Store
+from ._users import ADMIN, UserInfo
 from ._webhook_client import CallFailed, WebhookCaller
 from ._webhook_configs import MUTATING_RESOURCE, VALIDATING_RESOURCE, Hook, HookSource
 
-__all__ = ["DEFAULT_USER", "Admission", "Attributes"]
+__all__ = ["REQUEST_USER", "Admission", "Attributes", "user_of"]
 
 log = logging.getLogger("kubereflector.testing.apiserver")
 
-DEFAULT_USER: Final[Mapping[str, Any]] = {
-    "username": "admin",
-    "uid": "kubereflector-emulator-admin",
-    "groups": ["system:masters", "system:authenticated"],
-}
-"""Who every request is (the emulator's one token is an administrator's)."""
+REQUEST_USER: Final[ContextVar[UserInfo]] = ContextVar("kubereflector_emulator_user")
+"""Who sent the request being served (the handler sets it in the request's task)."""
+
+
+def user_of(http: Any) -> Mapping[str, Any]:
+    """The ``userInfo`` kube sends webhooks, of the user who sent the request being
+    served (the emulator's admin when the handler did not say)."""
+    user = REQUEST_USER.get(ADMIN)
+    info: dict[str, Any] = {"username": user.name}
+    if user.uid:
+        info["uid"] = user.uid
+    if user.groups:
+        info["groups"] = list(user.groups)
+    return info
+
 
 _EXEMPT: Final = frozenset({VALIDATING_RESOURCE.group_resource, MUTATING_RESOURCE.group_resource})
 _OPTIONS_API: Final = "meta.k8s.io/v1"
@@ -81,7 +92,7 @@ class Attributes:
     namespace: str
     dry_run: bool
     options: dict[str, Any]
-    user: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_USER)
+    user: Mapping[str, Any] = field(default_factory=lambda: user_of(None))
     warnings: list[str] = field(default_factory=list)
 
     def warn(self, text: str) -> None:
@@ -111,8 +122,8 @@ class Admission:
         self.caller = caller
         self.conversions = conversions
         self.hooks = HookSource(store)
-        self.user_of: Callable[[Any], Mapping[str, Any]] = lambda _request: DEFAULT_USER
-        """Who made an HTTP request (the emulator's RBAC may refine it)."""
+        self.user_of: Callable[[Any], Mapping[str, Any]] = user_of
+        """Who made an HTTP request, as a webhook's ``userInfo``."""
 
     def concerns(self, info: ServedResource) -> bool:
         """Whether a configured webhook's rules may name ``info``'s resource, in any
