@@ -92,10 +92,15 @@ _CLOSE_WAIT: Final = 1.0
 """Seconds a watch closed mid-stream waits for its connection to close."""
 
 
+class _ShardInfo(msgspec.Struct):
+    selector: str = ""
+
+
 class _ListMeta(msgspec.Struct):
     resourceVersion: str = ""
     continue_: str = msgspec.field(default="", name="continue")
     remainingItemCount: int | None = None
+    shardInfo: _ShardInfo | None = None
 
 
 class _ListBody(msgspec.Struct):
@@ -195,6 +200,8 @@ def list_params(options: ListOptions, *, watch: bool = False) -> dict[str, str]:
         params["allowWatchBookmarks"] = "true"
     if options.send_initial_events is not None:
         params["sendInitialEvents"] = "true" if options.send_initial_events else "false"
+    if options.shard_selector:
+        params["shardSelector"] = options.shard_selector
     return params
 
 
@@ -524,7 +531,10 @@ class Client:
                     item["kind"] = item_kind
                     item.setdefault("apiVersion", api_version)
         meta = body.metadata
-        return ListResult(items, meta.resourceVersion, meta.continue_, meta.remainingItemCount)
+        shard_info = meta.shardInfo.selector if meta.shardInfo is not None else None
+        return ListResult(
+            items, meta.resourceVersion, meta.continue_, meta.remainingItemCount, shard_info
+        )
 
     def watch(
         self,

@@ -74,6 +74,9 @@ class Store:
         # object about to be stored; every observer sees each stored change.
         self.admission: dict[str, Callable[[dict[str, Any]], None]] = {}
         self.observers: list[Callable[[Bucket, str, Record], None]] = []
+        self.sharded_list_watch = True
+        """The ``ShardedListAndWatch`` feature gate (KEP-5866): ``shardSelector`` is
+        honoured and lists echo it in ``metadata.shardInfo``."""
         for info in BUILTIN_RESOURCES:
             self.register(info)
         namespaces = self.buckets["namespaces"]
