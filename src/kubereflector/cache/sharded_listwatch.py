@@ -273,7 +273,9 @@ class _ShardedWatch:
         stack = contextlib.AsyncExitStack()
         stream = await stack.enter_async_context(self._owner.inner.watch(options))
         self._stack = stack
-        return _FilteredStream(stream, shard_filter, self._owner, initial)
+        marked = callable(getattr(stream, "with_turn_marks", None))
+        kind = _MarkedFilteredStream if marked else _FilteredStream
+        return kind(stream, shard_filter, self._owner, initial)
 
     async def __aexit__(self, *exc_info: object) -> None:
         stack, self._stack = self._stack, None
@@ -282,8 +284,7 @@ class _ShardedWatch:
 
 
 class _FilteredStream(AsyncIterator[WatchEvent]):
-    """The events of ``stream`` that ``shard_filter`` keeps (with turn marks when
-    ``stream`` has them, see :class:`~kubereflector.client.WatchEventStream`)."""
+    """The events of ``stream`` that ``shard_filter`` keeps."""
 
     __slots__ = ("_events", "_filter", "_initial", "_owner", "_stream")
 
@@ -327,10 +328,6 @@ class _FilteredStream(AsyncIterator[WatchEvent]):
                 self._owner._initial_events_ended(self._filter)
             yield event
 
-    def with_turn_marks(self) -> AsyncIterator[WatchEvent | None]:
-        """The kept events with the inner stream's turn marks (``None``)."""
-        return self._begin(True)
-
     def __aiter__(self) -> AsyncIterator[WatchEvent]:
         return self
 
@@ -339,3 +336,14 @@ class _FilteredStream(AsyncIterator[WatchEvent]):
         event = await events.__anext__()
         assert event is not None  # no marks without with_turn_marks
         return event
+
+
+class _MarkedFilteredStream(_FilteredStream):
+    """A :class:`_FilteredStream` of a stream with turn marks (see
+    :class:`~kubereflector.client.WatchEventStream`), which it passes on."""
+
+    __slots__ = ()
+
+    def with_turn_marks(self) -> AsyncIterator[WatchEvent | None]:
+        """The kept events with the inner stream's turn marks (``None``)."""
+        return self._begin(True)
