@@ -179,6 +179,7 @@ if TYPE_CHECKING:
         SharedInformerFactory,
         SyncSharedInformerFactory,
         TweakListOptionsFunc,
+        WrapListerWatcherFunc,
     )
 
 # -- runner.py --
@@ -199,6 +200,7 @@ _FACTORY_NAMES = frozenset(
         "SharedInformerFactory",
         "SyncSharedInformerFactory",
         "TweakListOptionsFunc",
+        "WrapListerWatcherFunc",
     }
 )
 
@@ -328,6 +330,7 @@ __all__ = [
     "WatchListUnsupportedError",
     "WatchStalledError",
     "WatchStream",
+    "WrapListerWatcherFunc",
     "__version__",
     "compose",
     "decode_compact",

@@ -102,9 +102,7 @@ async def test_a_sharded_watch_sends_only_the_shard(target: Target) -> None:
     lw = ResourceListWatch(target.client, "configmaps", namespace=target.namespace)
     listed = await lw.list(ListOptions())
     got: list[str] = []
-    options = ListOptions(
-        resource_version=listed.resource_version, shard_selector=str(QUARTERS[1])
-    )
+    options = ListOptions(resource_version=listed.resource_version, shard_selector=str(QUARTERS[1]))
     async with lw.watch(options) as events:
         created = {}
         for n in range(20):

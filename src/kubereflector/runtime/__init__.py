@@ -10,6 +10,7 @@ from .finalizer import (
     finalizer_sync,
     remove_finalizer_patch,
 )
+from .gate import GateTicket, ReconcileGate, ReconcileRevokedError
 from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
 from .options import ControllerOptions
@@ -26,27 +27,46 @@ from .predicates import (
 )
 from .reconcile import ReconcileFunc, Request, Result, TerminalError
 from .runnable import Runnable
+from .sharding import (
+    ClientLeaseStore,
+    LeaseStore,
+    ShardCoordinator,
+    Sharding,
+    ShardingStatus,
+    ShardSpace,
+    assign_shards,
+)
 
 __all__ = [
+    "ClientLeaseStore",
     "Controller",
     "ControllerOptions",
     "ControllerStoppedError",
     "EnqueueRequestsHandler",
     "FinalizerStep",
+    "GateTicket",
     "LeaderElection",
     "LeaderElectionLostError",
+    "LeaseStore",
     "Manager",
     "ManagerError",
     "Mapper",
     "Predicate",
     "ReconcileFunc",
+    "ReconcileGate",
+    "ReconcileRevokedError",
     "Request",
     "RequestQueue",
     "Result",
     "Runnable",
+    "ShardCoordinator",
+    "ShardSpace",
+    "Sharding",
+    "ShardingStatus",
     "TerminalError",
     "and_",
     "annotations_changed",
+    "assign_shards",
     "enqueue_object",
     "enqueue_owner",
     "finalizer",

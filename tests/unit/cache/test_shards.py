@@ -48,7 +48,9 @@ def test_fnv1a_64_matches_the_published_vectors(text: str, expected: int) -> Non
         (f"({HALF}) || ({REST})", [(0, 1 << 63), (1 << 63, HASH_SPACE)]),
     ],
 )
-def test_parse_accepts_what_the_api_server_accepts(text: str, ranges: list[tuple[int, int]]) -> None:
+def test_parse_accepts_what_the_api_server_accepts(
+    text: str, ranges: list[tuple[int, int]]
+) -> None:
     selector = ShardSelector.parse(text)
     assert selector.field == UID_FIELD
     assert [(r.start, r.end) for r in selector.ranges] == ranges
@@ -141,9 +143,7 @@ def test_matches_reads_dicts_compact_objects_and_models_alike() -> None:
     empty = ShardSelector.covering([ShardRange(fnv1a_64(""), fnv1a_64("") + 1)])
     assert empty.matches({"metadata": {}})
     assert empty.matches({})
-    by_namespace = ShardSelector(
-        NAMESPACE_FIELD, (ShardRange(fnv1a_64("ns"), fnv1a_64("ns") + 1),)
-    )
+    by_namespace = ShardSelector(NAMESPACE_FIELD, (ShardRange(fnv1a_64("ns"), fnv1a_64("ns") + 1),))
     assert by_namespace.matches(model)
     assert by_namespace.matches({"metadata": {"namespace": "ns", "uid": "u"}})
 
