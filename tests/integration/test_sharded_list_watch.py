@@ -86,7 +86,7 @@ async def test_a_server_with_sharded_lists_filters_and_echoes(target: Target) ->
             break
         options = ListOptions(shard_selector=str(QUARTERS[2]), limit=3, continue_=page.continue_)
     assert paged == expected_quarter(uids, QUARTERS[2])
-    with pytest.raises(BadRequestError, match="invalid shard selector: .*'0x' prefix"):
+    with pytest.raises(BadRequestError, match=r"invalid shard selector: .*'0x' prefix"):
         await lw.list(ListOptions(shard_selector="shardRange(object.metadata.uid, '0', '1')"))
     with pytest.raises(BadRequestError, match="empty shard selector is not allowed"):
         await target.client.request(
@@ -145,20 +145,24 @@ async def test_server_and_client_side_filtering_agree_object_for_object(
     def held(store: WatchedCache) -> set[str]:
         return {key.split("/")[1] for key in store.list_keys()}
 
-    async with running(reflectors[0]), running(reflectors[1]):
-        async with running(reflectors[2]), running(reflectors[3]):
-            for store, quarter in zip(stores, QUARTERS, strict=True):
-                want = expected_quarter(uids, quarter)
-                await store.wait_until(lambda s=store, w=want: held(s) == w)  # type: ignore[misc]
-            # changes land in exactly the right shard
-            for n in range(10):
-                obj = await api.create({"metadata": {"name": f"late-{n}"}})
-                uids[obj["metadata"]["name"]] = obj["metadata"]["uid"]
-            await api.delete("cm-000")
-            del uids["cm-000"]
-            for store, quarter in zip(stores, QUARTERS, strict=True):
-                want = expected_quarter(uids, quarter)
-                await store.wait_until(lambda s=store, w=want: held(s) == w)  # type: ignore[misc]
+    async with (
+        running(reflectors[0]),
+        running(reflectors[1]),
+        running(reflectors[2]),
+        running(reflectors[3]),
+    ):
+        for store, quarter in zip(stores, QUARTERS, strict=True):
+            want = expected_quarter(uids, quarter)
+            await store.wait_until(lambda s=store, w=want: held(s) == w)  # type: ignore[misc]
+        # changes land in exactly the right shard
+        for n in range(10):
+            obj = await api.create({"metadata": {"name": f"late-{n}"}})
+            uids[obj["metadata"]["name"]] = obj["metadata"]["uid"]
+        await api.delete("cm-000")
+        del uids["cm-000"]
+        for store, quarter in zip(stores, QUARTERS, strict=True):
+            want = expected_quarter(uids, quarter)
+            await store.wait_until(lambda s=store, w=want: held(s) == w)  # type: ignore[misc]
     union: set[str] = set()
     for store in stores:
         assert not union & held(store)

@@ -81,7 +81,8 @@ async def test_a_list_the_server_did_not_filter_is_filtered_on_the_client() -> N
     assert names(result.items) == half_of(HALVES[0], 40)
     assert 0 < len(result.items) < 40
     assert source.list_requests[0].shard_selector == str(HALVES[0])
-    assert lw.synced is not None and lw.synced.filter.scope == "first"
+    assert lw.synced is not None
+    assert lw.synced.filter.scope == "first"
 
 
 async def test_a_list_the_server_filtered_is_trusted_as_it_is() -> None:
@@ -186,13 +187,14 @@ async def test_a_reflector_relists_at_once_when_the_filter_changes() -> None:
         on_watch_error=lambda _r, err: errors.append(err),
     )
     async with running(reflector):
-        assert set(k.split("/")[1] for k in store.list_keys()) == half_of(HALVES[0], 60)
+        assert {k.split("/")[1] for k in store.list_keys()} == half_of(HALVES[0], 60)
         lists_before = reflector.stats().lists
         lw.set_filter(ShardFilter.of(HALVES[1], scope=1))
         await settle()  # no clock advance: no backoff was waited for
-        assert set(k.split("/")[1] for k in store.list_keys()) == half_of(HALVES[1], 60)
+        assert {k.split("/")[1] for k in store.list_keys()} == half_of(HALVES[1], 60)
         assert reflector.stats().lists == lists_before + 1
-        assert lw.synced is not None and lw.synced.filter.scope == 1
+        assert lw.synced is not None
+        assert lw.synced.filter.scope == 1
         # the new shard's changes flow; the old shard's do not
         mine = next(n for n in range(60, 200) if HALVES[1].matches(obj(n)))
         theirs = next(n for n in range(60, 200) if HALVES[0].matches(obj(n)))
@@ -213,10 +215,10 @@ async def test_a_watch_list_reflector_relists_at_once_too() -> None:
         lw, store, clock=clock, options=ReflectorOptions(use_watch_list=True, idle_timeout=30)
     )
     async with running(reflector):
-        assert set(k.split("/")[1] for k in store.list_keys()) == half_of(HALVES[0], 40)
+        assert {k.split("/")[1] for k in store.list_keys()} == half_of(HALVES[0], 40)
         lw.set_filter(ShardFilter.of(HALVES[1]))
         await settle()
-        assert set(k.split("/")[1] for k in store.list_keys()) == half_of(HALVES[1], 40)
+        assert {k.split("/")[1] for k in store.list_keys()} == half_of(HALVES[1], 40)
         lw.set_filter(ShardFilter.nothing())
         await settle()
         assert store.list_keys() == []
@@ -247,7 +249,8 @@ async def test_relists_required_twice_without_a_sync_between_back_off() -> None:
     )
     async with running(reflector):
         assert lw.calls == 2  # once at once, the second waits for backoff
-        assert len(errors) == 1 and isinstance(errors[0], RelistRequiredError)
+        assert len(errors) == 1
+        assert isinstance(errors[0], RelistRequiredError)
         await clock.advance(0.8)
         await settle()
         assert lw.calls == 3

@@ -129,9 +129,10 @@ def test_shard_space_cuts_the_hash_space_like_apimachinery() -> None:
         assert space.shard_of_hash(r.start) == shard
         assert space.shard_of_hash(r.end - 1) == shard
     selector = space.selector([0, 1])
-    assert selector is not None and len(selector.ranges) == 1  # adjacent: one range
+    assert selector is not None
+    assert len(selector.ranges) == 1
     assert space.selector([]) is None
     with pytest.raises(ValueError, match="shards must be an int from 1 to 1024"):
         ShardSpace(0)
-    with pytest.raises(ValueError, match="shard 3 is not one of 0..2"):
+    with pytest.raises(ValueError, match=r"shard 3 is not one of 0\.\.2"):
         space.range(3)

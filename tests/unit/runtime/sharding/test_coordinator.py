@@ -187,7 +187,8 @@ async def test_replicas_started_together_split_the_shards_evenly() -> None:
         assert sorted(len(r.open()) for r in (a, b, d)) == [4, 4, 4]
         for replica in (a, b, d):
             status = replica.coordinator.status()
-            assert status.valid and status.held == status.desired == frozenset(replica.open())
+            assert status.valid
+            assert status.held == status.desired == frozenset(replica.open())
             assert status.members == {"a", "b", "d"}
             assert replica.coordinator.ready()
             # each opened its shards once, and its caches hold exactly them
@@ -230,18 +231,20 @@ async def test_a_join_moves_only_the_newcomers_share_after_the_reconciles_end() 
         assert sorted(after) == list(range(SHARDS))
         assert sorted(len(r.open()) for r in (a, b, d, e)) == [3, 3, 3, 3]
         moved = [s for s in range(SHARDS) if before[s] != after[s]]
-        assert all(after[s] == "e" for s in moved) and len(moved) == 3
+        assert all(after[s] == "e" for s in moved)
+        assert len(moved) == 3
         assert e.coordinator.ready()
 
 
 async def test_a_graceful_stop_hands_the_shards_over_within_a_retry_period() -> None:
     async with cluster() as c:
-        a, b, d = await started(c, "a", "b", "d")
+        a, _b, _d = await started(c, "a", "b", "d")
         await c.run_for(6)
         held = a.open()
         a.stopping.set()
         await c.run_for(0.5)
-        assert a.task is not None and a.task.done()
+        assert a.task is not None
+        assert a.task.done()
         assert a.open() == set()
         assert c.server.holder(a.coordinator._member_name) == ""  # released
         await c.run_for(2.5)  # the others' next tick
@@ -284,7 +287,8 @@ async def test_a_replica_whose_renewals_stall_stops_before_its_lease_expires() -
         await c.run_for(STEP)
         assert a.open() == set()  # stopped at its deadline, not at the others' takeover
         await settle()
-        assert running.done() and running.result() == "revoked"  # cancelled at once
+        assert running.done()
+        assert running.result() == "revoked"
         assert not held & (b.open() | d.open())  # the others wait out its Lease
         await c.run_for(8)
         assert sorted(c.owners()) == list(range(SHARDS))
@@ -329,7 +333,8 @@ async def test_a_slow_drain_holds_the_shard_until_it_ends_or_times_out() -> None
         shard_of = a.gate.router.shard_of  # type: ignore[attr-defined]
         for key, task in runs.items():
             if shard_of(Request("ns", key)) in moving:
-                assert task.done() and task.result() == "revoked"
+                assert task.done()
+                assert task.result() == "revoked"
             else:
                 assert not task.done()  # a keeps its own shards' reconciles
         await c.run_for(3)
@@ -341,7 +346,7 @@ async def test_a_slow_drain_holds_the_shard_until_it_ends_or_times_out() -> None
 
 async def test_replicas_disagreeing_on_the_number_of_shards_take_nothing_new() -> None:
     async with cluster() as c:
-        (a,) = await started(c, "a")
+        (_a,) = await started(c, "a")
         await c.run_for(4)
         b = c.add("b", shards=SHARDS * 2)
         c.start(b)

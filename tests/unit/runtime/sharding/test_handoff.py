@@ -55,14 +55,16 @@ def test_a_free_warm_desired_shard_is_taken_then_opened() -> None:
     assert h.phase(0) is Phase.ACQUIRING
     assert h.plan(view(desired={0: ME, 1: OTHER})) == []  # the write is under way
     assert h.acquired(0, won=True) == [Open(0)]
-    assert h.held() == {0} and h.owned() == {0}
+    assert h.held() == {0}
+    assert h.owned() == {0}
 
 
 def test_a_lost_race_goes_back_to_idle() -> None:
     h = Handoff(ME, 1)
     assert h.plan(view(desired={0: ME})) == [Acquire(0)]
     assert h.acquired(0, won=False) == []
-    assert h.phase(0) is Phase.IDLE and h.idle()
+    assert h.phase(0) is Phase.IDLE
+    assert h.idle()
 
 
 def test_a_cold_shard_is_not_taken_until_the_caches_hold_it() -> None:
@@ -87,7 +89,9 @@ def test_giving_up_drains_before_it_frees() -> None:
     assert h.plan(view(desired={0: OTHER, 1: OTHER}, holders=mine, in_flight={0: 2})) == [
         Close(0, reason="rebalance")
     ]
-    assert h.phase(0) is Phase.DRAINING and h.held() == set() and h.owned() == {0}
+    assert h.phase(0) is Phase.DRAINING
+    assert h.held() == set()
+    assert h.owned() == {0}
     # reconciles still in flight: nothing
     assert h.plan(view(desired={0: OTHER, 1: OTHER}, holders=mine, in_flight={0: 1})) == []
     # the last one ended: free the Lease
