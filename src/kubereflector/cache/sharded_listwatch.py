@@ -41,6 +41,7 @@ from ._relist import RelistRequiredError, is_initial_events_end
 from .keys import get_metadata
 from .listwatch import (
     ADDED,
+    BOOKMARK,
     DELETED,
     MODIFIED,
     ListerWatcher,
@@ -185,16 +186,13 @@ class ShardedListWatch:
             self._waiters.discard(waiter)
 
     def with_object_mode(self, object_mode: Any) -> ShardedListWatch:
-        """This wrapper over ``inner.with_object_mode(object_mode)`` when ``inner`` has
-        it (an informer in compact mode asks), sharing nothing mutable: itself when
-        ``inner`` has no such method or answers with itself."""
+        """Itself, now over ``inner.with_object_mode(object_mode)`` when ``inner`` has
+        it (an informer in compact mode asks, when it is made): the wrapper stays
+        the one whose filter is set."""
         with_mode = getattr(self._inner, "with_object_mode", None)
-        if not callable(with_mode):
-            return self
-        inner = with_mode(object_mode)
-        if inner is self._inner:
-            return self
-        return ShardedListWatch(inner, self._filter, clock=self._clock)
+        if callable(with_mode):
+            self._inner = with_mode(object_mode)
+        return self
 
     # -- listing --------------------------------------------------------------------------
 
@@ -237,6 +235,16 @@ class ShardedListWatch:
         changed since the last full sync (a watch-list, which is one, aside)."""
         return _ShardedWatch(self, options)
 
+    def _inner_watch(
+        self, options: ListOptions, shard_filter: ShardFilter
+    ) -> tuple[WatchStream, bool]:
+        """``inner``'s watch, dropping what ``shard_filter`` refuses as it decodes when
+        ``inner`` can (a ``filtered`` method, as ResourceListWatch has); whether it does."""
+        filtered = getattr(self._inner, "filtered", None)
+        if callable(filtered):
+            return filtered(shard_filter.keep).watch(options), True
+        return self._inner.watch(options), False
+
     def _open(self, options: ListOptions) -> tuple[ShardFilter, ListOptions, bool]:
         generation = self._generation
         initial = bool(options.send_initial_events)
@@ -269,13 +277,15 @@ class _ShardedWatch:
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def __aenter__(self) -> _FilteredStream:
-        shard_filter, options, initial = self._owner._open(self._options)
+        owner = self._owner
+        shard_filter, options, initial = owner._open(self._options)
+        context, prefiltered = owner._inner_watch(options, shard_filter)
         stack = contextlib.AsyncExitStack()
-        stream = await stack.enter_async_context(self._owner.inner.watch(options))
+        stream = await stack.enter_async_context(context)
         self._stack = stack
         marked = callable(getattr(stream, "with_turn_marks", None))
         kind = _MarkedFilteredStream if marked else _FilteredStream
-        return kind(stream, shard_filter, self._owner, initial)
+        return kind(stream, shard_filter, owner, initial, prefiltered)
 
     async def __aexit__(self, *exc_info: object) -> None:
         stack, self._stack = self._stack, None
@@ -284,9 +294,10 @@ class _ShardedWatch:
 
 
 class _FilteredStream(AsyncIterator[WatchEvent]):
-    """The events of ``stream`` that ``shard_filter`` keeps."""
+    """The events of ``stream`` that ``shard_filter`` keeps (``prefiltered``: the
+    stream dropped the others already, as it decoded them)."""
 
-    __slots__ = ("_events", "_filter", "_initial", "_owner", "_stream")
+    __slots__ = ("_events", "_filter", "_initial", "_owner", "_prefiltered", "_stream")
 
     def __init__(
         self,
@@ -294,11 +305,13 @@ class _FilteredStream(AsyncIterator[WatchEvent]):
         shard_filter: ShardFilter,
         owner: ShardedListWatch,
         initial: bool,
+        prefiltered: bool = False,
     ) -> None:
         self._stream = stream
         self._filter = shard_filter
         self._owner = owner
         self._initial = initial
+        self._prefiltered = prefiltered
         self._events: AsyncIterator[WatchEvent | None] | None = None
 
     def _begin(self, marks: bool) -> AsyncIterator[WatchEvent | None]:
@@ -315,6 +328,18 @@ class _FilteredStream(AsyncIterator[WatchEvent]):
     ) -> AsyncIterator[WatchEvent | None]:
         keep = self._filter.keep
         changes = _CHANGES
+        if self._prefiltered:
+            async for event in source:
+                if (
+                    self._initial
+                    and event is not None
+                    and event.type == BOOKMARK
+                    and is_initial_events_end(get_metadata(event.object))
+                ):
+                    self._initial = False
+                    self._owner._initial_events_ended(self._filter)
+                yield event
+            return
         async for event in source:
             if event is None:
                 yield None
