@@ -61,6 +61,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 from .._aio.loop_thread import LoopThread, call_in_loop
 from .._aio.signals import LoopStopSignals, ThreadStopSignals
 from .._aio.timeout import within
+from ..cache.keys import KubeObject, ModelT
+from ..client._models import model_info
 from ..client.config import ClientConfig
 from ..client.rest import Client
 from ..clock import Clock, RealClock
@@ -159,12 +161,20 @@ class _Spec:
     """A reconciler as registered (names resolved at the start)."""
 
     reconcile: ReconcileFunc
-    for_: str
-    owns: tuple[str, ...]
-    watches: tuple[tuple[str, Mapper], ...]
+    for_: str | type[KubeObject]
+    owns: tuple[str | type[KubeObject], ...]
+    watches: tuple[tuple[str | type[KubeObject], Mapper], ...]
     predicates: tuple[Predicate, ...]
     options: ControllerOptions
     name: str
+
+
+def _is_resource(resource: object) -> bool:
+    """A resource name (non-empty) or a model class (checked when registered)."""
+    if isinstance(resource, type):
+        model_info(resource)  # LookupError naming a class that is not a registered model
+        return True
+    return isinstance(resource, str) and bool(resource)
 
 
 def _pod_namespace() -> str | None:
@@ -356,13 +366,28 @@ class Manager:
         task just created), it waits for it."""
         await self._elected.wait()
 
-    def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer:
-        """The shared informer of ``resource`` (see :meth:`SharedInformerFactory.informer_for
-        <kubereflector.SharedInformerFactory.informer_for>`)."""
+    @overload
+    def informer_for(self, resource: type[ModelT]) -> SharedIndexInformer[ModelT]: ...
+
+    @overload
+    def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer[KubeObject]: ...
+
+    def informer_for(self, resource: str | ResourceInfo | type[ModelT]) -> SharedIndexInformer[Any]:
+        """The shared informer of ``resource``: a ``SharedIndexInformer[Pod]`` for
+        the model ``Pod``, of :data:`~kubereflector.KubeObject` for a name or a
+        ResourceInfo (see :meth:`SharedInformerFactory.informer_for
+        <kubereflector.SharedInformerFactory.informer_for>`, which raises the same)."""
         return self._factory.informer_for(resource)
 
-    def lister_for(self, resource: str | ResourceInfo) -> Lister:
-        """The lister over the shared cache of ``resource``: what reconcilers read."""
+    @overload
+    def lister_for(self, resource: type[ModelT]) -> Lister[ModelT]: ...
+
+    @overload
+    def lister_for(self, resource: str | ResourceInfo) -> Lister[KubeObject]: ...
+
+    def lister_for(self, resource: str | ResourceInfo | type[ModelT]) -> Lister[Any]:
+        """The lister over the shared cache of ``resource``: what reconcilers read
+        (``manager.lister_for(Pod)`` is a ``Lister[Pod]``; see :meth:`informer_for`)."""
         return self._factory.lister_for(resource)
 
     @property
@@ -412,10 +437,10 @@ class Manager:
     @overload
     def reconciler(
         self,
-        for_: str,
+        for_: str | type[KubeObject],
         *,
-        owns: Iterable[str] = (),
-        watches: Iterable[tuple[str, Mapper]] = (),
+        owns: Iterable[str | type[KubeObject]] = (),
+        watches: Iterable[tuple[str | type[KubeObject], Mapper]] = (),
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
         name: str | None = None,
@@ -425,10 +450,10 @@ class Manager:
     @overload
     def reconciler(
         self,
-        for_: str,
+        for_: str | type[KubeObject],
         *,
-        owns: Iterable[str] = (),
-        watches: Iterable[tuple[str, Mapper]] = (),
+        owns: Iterable[str | type[KubeObject]] = (),
+        watches: Iterable[tuple[str | type[KubeObject], Mapper]] = (),
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
         name: str | None = None,
@@ -437,17 +462,18 @@ class Manager:
 
     def reconciler(
         self,
-        for_: str,
+        for_: str | type[KubeObject],
         *,
-        owns: Iterable[str] = (),
-        watches: Iterable[tuple[str, Mapper]] = (),
+        owns: Iterable[str | type[KubeObject]] = (),
+        watches: Iterable[tuple[str | type[KubeObject], Mapper]] = (),
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
         name: str | None = None,
         reconcile: F | None = None,
     ) -> Callable[[F], F] | F:
         """Register a reconciler of ``for_`` (a resource name discovery resolves:
-        ``"configmaps"``, ``"deploy"``, ``"widgets.example.com"``).
+        ``"configmaps"``, ``"deploy"``, ``"widgets.example.com"``; or a model class:
+        ``ConfigMap``, see :meth:`informer_for`).
 
         As a decorator (``@manager.reconciler("configmaps")``) or a plain call
         (``manager.reconciler("configmaps", reconcile=fn)``); either way the
@@ -456,33 +482,39 @@ class Manager:
         pairs; ``predicates``: filters on ``for_``'s events (all must pass);
         ``options``: :class:`~kubereflector.runtime.ControllerOptions` (workers,
         rate limiter); ``name``: see :class:`~kubereflector.runtime.Controller`
-        (the default name is ``for_`` as written). Raises :class:`ManagerError`
-        once the manager runs, ``TypeError``/``ValueError`` for arguments of the
-        wrong shape, and
+        (the default name is ``for_`` as written, or a model's qualified resource
+        name: ``deployments.apps``). ``owns`` and ``watches`` take names and models
+        alike. Raises :class:`ManagerError` once the manager runs,
+        ``TypeError``/``ValueError`` for arguments of the wrong shape,
+        ``LookupError`` naming a class that is not a registered model, and
         ``ValueError`` for a name already registered. Unknown resource names
         are reported by :meth:`run`.
         """
-        if not isinstance(for_, str) or not for_:
-            raise TypeError(f"for_ is a resource name, not {for_!r}")
+        if not _is_resource(for_):
+            raise TypeError(f"for_ is a resource name or a model, not {for_!r}")
         owns_t = tuple(owns) if not isinstance(owns, str) else (owns,)
         for owned in owns_t:
-            if not isinstance(owned, str) or not owned:
-                raise TypeError(f"owns takes resource names, not {owned!r}")
-        watches_t: list[tuple[str, Mapper]] = []
+            if not _is_resource(owned):
+                raise TypeError(f"owns takes resource names or models, not {owned!r}")
+        watches_t: list[tuple[str | type[KubeObject], Mapper]] = []
         for watch in watches:
             if (
                 not isinstance(watch, tuple)
                 or len(watch) != 2
-                or not isinstance(watch[0], str)
+                or not _is_resource(watch[0])
                 or not callable(watch[1])
             ):
-                raise TypeError(f"watches takes (resource name, mapper) pairs, not {watch!r}")
+                raise TypeError(
+                    f"watches takes (resource name or model, mapper) pairs, not {watch!r}"
+                )
             watches_t.append(watch)
         for p in predicates:
             if not isinstance(p, Predicate):
                 raise TypeError(f"predicates are Predicates, not {type(p).__name__}")
         options = _checked_options(options)
-        controller_name = name or for_
+        controller_name = name or (
+            for_ if isinstance(for_, str) else model_info(for_).qualified_name
+        )
 
         def register(fn: F) -> F:
             if not callable(fn):
@@ -707,16 +739,16 @@ class Manager:
     async def _plan(self, spec: _Spec) -> Callable[[], Controller]:
         """Resolve a spec's names and make its informers; a maker of its Controller
         (one per leadership term)."""
-        factory = self._factory
-        info = await factory.resolve(spec.for_)
-        informer = factory.informer_for(info)
-        owned_infos = [await factory.resolve(name) for name in spec.owns]
-        owned = [factory.informer_for(owned_info) for owned_info in owned_infos]
-        watched_infos = [(await factory.resolve(name), mapper) for name, mapper in spec.watches]
-        watched = [(factory.informer_for(i), mapper) for i, mapper in watched_infos]
+        info, informer = await self._informer_of(spec.for_)
+        owned_pairs = [await self._informer_of(resource) for resource in spec.owns]
+        owned = [owned_informer for _, owned_informer in owned_pairs]
+        watched_pairs = [
+            (await self._informer_of(resource), mapper) for resource, mapper in spec.watches
+        ]
+        watched = [(pair[1], mapper) for pair, mapper in watched_pairs]
         sharded = self._sharded
         if sharded is not None:
-            sharded.plan_uses(info, informer, owned_infos, owned, watched_infos, watched)
+            sharded.plan_uses((info, informer), owned_pairs, [pair for pair, _ in watched_pairs])
 
         def make() -> Controller:
             gate = sharded.gate_for(informer) if sharded is not None else None
@@ -737,6 +769,16 @@ class Manager:
             return controller
 
         return make
+
+    async def _informer_of(
+        self, resource: str | type[KubeObject]
+    ) -> tuple[ResourceInfo, SharedIndexInformer[Any]]:
+        """The resource (a name resolved through discovery, or a model) and its
+        shared informer."""
+        if isinstance(resource, str):
+            info = await self._factory.resolve(resource)
+            return info, self._factory.informer_for(info)
+        return model_info(resource), self._factory.informer_for(resource)
 
     async def _lead(self, plans: list[Callable[[], Controller]]) -> None:
         """Run one Controller per spec until they stop or this is cancelled (when
@@ -820,7 +862,7 @@ class Manager:
             logger.warning("lost lease %s; campaigning again", lock.describe())
 
     def __repr__(self) -> str:
-        names = ", ".join(s.name or s.for_ for s in self._specs)
+        names = ", ".join(s.name for s in self._specs)
         return f"<Manager {self._state.value} reconcilers=[{names}] leading={self._leading}>"
 
 

@@ -91,22 +91,18 @@ class ShardedRuntime:
 
     def plan_uses(
         self,
-        info: ResourceInfo,
-        informer: SharedIndexInformer[Any],
-        owned: Sequence[ResourceInfo],
-        owned_informers: Sequence[SharedIndexInformer[Any]],
-        watched: Sequence[tuple[ResourceInfo, Any]],
-        watched_informers: Sequence[tuple[SharedIndexInformer[Any], Any]],
+        reconciled: tuple[ResourceInfo, SharedIndexInformer[Any]],
+        owned: Sequence[tuple[ResourceInfo, SharedIndexInformer[Any]]],
+        watched: Sequence[tuple[ResourceInfo, SharedIndexInformer[Any]]],
     ) -> None:
-        """A controller of ``info`` that owns ``owned`` and watches ``watched``: its
-        resource is filtered by uid, what it owns by owner, what it watches not."""
-        self.use(info, informer, Use.OWN)
-        for owned_info, owned_informer in zip(owned, owned_informers, strict=True):
-            self.use(owned_info, owned_informer, Use.OWNER)
-        for (watched_info, _), (watched_informer, _) in zip(
-            watched, watched_informers, strict=True
-        ):
-            self.use(watched_info, watched_informer, Use.ALL)
+        """A controller reconciling ``reconciled``, owning ``owned`` and watching
+        ``watched`` (each a resource and its informer): what it reconciles is filtered
+        by uid, what it owns by owner, what it watches not at all."""
+        self.use(*reconciled, Use.OWN)
+        for info, informer in owned:
+            self.use(info, informer, Use.OWNER)
+        for info, informer in watched:
+            self.use(info, informer, Use.ALL)
 
     def gate_for(self, informer: SharedIndexInformer[Any]) -> ControllerGate:
         """A new controller's gate, its requests placed by ``informer``'s cache."""
