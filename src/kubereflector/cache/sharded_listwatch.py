@@ -108,9 +108,11 @@ class ShardedListWatch:
     """Lists and watches the objects of ``inner`` that ``shard_filter`` keeps (see the
     module documentation); ``None`` keeps everything and sends nothing.
 
-    ``clock`` stamps :attr:`synced`. Use it on one event loop (the Reflector's):
-    :meth:`set_filter` included. Objects pass through unchanged (the caller owns
-    them, as with ``inner``).
+    ``clock`` stamps :attr:`synced`; ``on_synced(synced)`` is called (on the
+    Reflector's loop, just after the Reflector was handed the sync, in a callback
+    of its own) at the end of each full sync. Use it on one event loop (the
+    Reflector's): :meth:`set_filter` included. Objects pass through unchanged (the
+    caller owns them, as with ``inner``).
     """
 
     __slots__ = (
@@ -118,6 +120,7 @@ class ShardedListWatch:
         "_filter",
         "_generation",
         "_inner",
+        "_on_synced",
         "_serving",
         "_synced",
         "_waiters",
@@ -129,8 +132,10 @@ class ShardedListWatch:
         shard_filter: ShardFilter | None = None,
         *,
         clock: Clock | None = None,
+        on_synced: Callable[[SyncedFilter], None] | None = None,
     ) -> None:
         self._inner = inner
+        self._on_synced = on_synced
         self._filter = shard_filter if shard_filter is not None else ShardFilter()
         self._clock: Clock = clock if clock is not None else RealClock()
         self._generation = 0
@@ -223,8 +228,14 @@ class ShardedListWatch:
                 result.shard_info,
             )
         if not result.continue_:
-            self._synced = SyncedFilter(shard_filter, self._clock.now())
+            self._mark_synced(shard_filter)
         return result
+
+    def _mark_synced(self, shard_filter: ShardFilter) -> None:
+        synced = self._synced = SyncedFilter(shard_filter, self._clock.now())
+        if self._on_synced is not None:
+            # After the Reflector has handed the sync on (it does so without awaiting).
+            asyncio.get_running_loop().call_soon(self._on_synced, synced)
 
     # -- watching -------------------------------------------------------------------------
 
@@ -258,7 +269,7 @@ class ShardedListWatch:
         return shard_filter, options, initial
 
     def _initial_events_ended(self, shard_filter: ShardFilter) -> None:
-        self._synced = SyncedFilter(shard_filter, self._clock.now())
+        self._mark_synced(shard_filter)
 
     def __repr__(self) -> str:
         selector = self._filter.selector

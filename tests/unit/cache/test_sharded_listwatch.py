@@ -254,3 +254,20 @@ async def test_relists_required_twice_without_a_sync_between_back_off() -> None:
         await clock.advance(0.8)
         await settle()
         assert lw.calls == 3
+
+
+async def test_on_synced_is_told_of_each_full_sync_after_it_was_handed_on() -> None:
+    source = filled(10)
+    told: list[Any] = []
+    lw = ShardedListWatch(source, ShardFilter.of(HALVES[0], scope="a"), on_synced=told.append)
+    first = await lw.list(ListOptions(limit=4))
+    assert first.continue_
+    await settle()
+    assert told == []  # a page is no full sync
+    while first.continue_:
+        first = await lw.list(ListOptions(limit=4, continue_=first.continue_))
+    assert told == []  # not within the call: after it
+    await settle()
+    assert len(told) == 1
+    assert told[0] is lw.synced
+    assert told[0].filter.scope == "a"

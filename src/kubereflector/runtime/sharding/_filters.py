@@ -9,6 +9,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
+from ...cache.compact import CompactObject
 from ...cache.keys import get_metadata
 from ...cache.sharded_listwatch import ShardFilter
 from .space import ShardSpace
@@ -28,14 +29,21 @@ class Use(enum.Flag):
 
 
 def controller_owner_uid(obj: Any) -> str | None:
-    """The uid in ``obj``'s ``ownerReferences`` entry with ``controller: true``, or ``None``."""
-    meta = get_metadata(obj)
-    if meta is None:
-        return None
-    if isinstance(meta, Mapping):
+    """The uid in ``obj``'s ``ownerReferences`` entry with ``controller: true``, or ``None``
+    (quick for dicts and compact objects: a client-side filter calls it per event)."""
+    kind = type(obj)
+    if kind is CompactObject and obj._metadata is not None:
+        refs: Any = obj._metadata._owner_references
+    elif kind is dict and type(meta := obj.get("metadata")) is dict:
         refs = meta.get("ownerReferences")
     else:
-        refs = getattr(meta, "owner_references", None)
+        meta = get_metadata(obj)
+        if meta is None:
+            return None
+        if isinstance(meta, Mapping):
+            refs = meta.get("ownerReferences")
+        else:
+            refs = getattr(meta, "owner_references", None)
     for ref in refs or ():
         if isinstance(ref, Mapping):
             if ref.get("controller") is True:
@@ -48,6 +56,12 @@ def controller_owner_uid(obj: Any) -> str | None:
 
 
 def _own_uid(obj: Any) -> str:
+    kind = type(obj)
+    if kind is CompactObject and obj._metadata is not None:
+        return obj._metadata._uid or ""
+    if kind is dict and type(meta := obj.get("metadata")) is dict:
+        uid = meta.get("uid")
+        return uid if isinstance(uid, str) else ""
     meta = get_metadata(obj)
     if meta is None:
         return ""

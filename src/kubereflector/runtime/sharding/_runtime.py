@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...cache.keys import get_name, get_namespace, get_uid
 from ...cache.listwatch import ListerWatcher
-from ...cache.sharded_listwatch import ShardedListWatch
+from ...cache.sharded_listwatch import ShardedListWatch, SyncedFilter
 from ...clock import Clock
 from ...workqueue import LOW_PRIORITY
 from ..reconcile import Request
@@ -79,9 +79,13 @@ class ShardedRuntime:
     def wrap(self, info: ResourceInfo, lw: ListerWatcher) -> ListerWatcher:
         """The factory's hook: ``lw`` behind a ShardedListWatch (keeping everything
         until a controller's use of the resource says otherwise)."""
-        sharded = ShardedListWatch(lw, clock=self._clock)
+        sharded = ShardedListWatch(lw, clock=self._clock, on_synced=self._synced)
         self._lws[info.qualified_name] = sharded
         return sharded
+
+    def _synced(self, synced: SyncedFilter) -> None:
+        """A cache synced a new set of shards: the coordinator may take them now."""
+        self.coordinator.wake()
 
     def use(self, info: ResourceInfo, informer: SharedIndexInformer[Any], use: Use) -> None:
         """A controller uses ``info``'s cache as ``use`` (before the start)."""

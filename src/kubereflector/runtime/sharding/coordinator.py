@@ -204,13 +204,16 @@ class ShardCoordinator:
     # -- running ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Join: renew (create) the member Lease, read the others, and tell the caches
-        which shards to hold, before any is taken (so the first caches are already
-        this replica's share). Idempotent; :meth:`run` calls it if need be."""
+        """Join: renew (create) the member Lease, wait one retry period for the
+        replicas started at the same time to do the same, read them, and tell the
+        caches which shards to hold, before any is taken (so the first caches are
+        already this replica's share, not everything). Idempotent; :meth:`run`
+        calls it if need be."""
         if self._started:
             return
         self._started = True
         await self._renew()
+        await self._clock.sleep(self._options.retry_period)
         await self._observe()
         self._view(stopping=False)
         self._plan_scope()
@@ -519,10 +522,17 @@ class ShardCoordinator:
         self.gate.set_valid_until(self._valid_until)
         logger.info("%s: left %s", self._identity, self._options.name)
 
+    def wake(self) -> None:
+        """Something the coordinator waits for may have come (a cache synced the
+        shards it should take): act on what it knows at once, instead of at the next
+        tick. Call it on the coordinator's event loop."""
+        if self._wake is not None:
+            self._wake.set()
+
     def _drained(self, shard: int) -> None:
         """A closed shard's last reconcile ended: act on it at once."""
-        if self._wake is not None and self._handoff.phase(shard) is Phase.DRAINING:
-            self._wake.set()
+        if self._handoff.phase(shard) is Phase.DRAINING:
+            self.wake()
 
     def __repr__(self) -> str:
         status = self.status()
