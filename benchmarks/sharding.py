@@ -24,7 +24,9 @@ objects reconciled, objects cached, RSS); the parent reads it.
 3. **Takeover** (not with ``--skip-takeover``): four replicas; one is stopped with
    SIGTERM, then one with SIGKILL; the time from the signal until the others
    hold every shard (SIGTERM: within a retry period, 2 s; SIGKILL: the lease
-   duration, 15 s, plus up to a retry period).
+   duration, 15 s, plus up to a retry period). And, for comparison, leader
+   election's warm standby: the time from the leader's SIGTERM until the standby,
+   whose caches synced while it waited, begins to reconcile.
 4. **The watch pipeline with a shard filter** (no server, not with
    ``--skip-decode``): a stream of Pod updates through a Reflector into a Cache,
    with no filter and with a client-side shard filter keeping a quarter (what a
@@ -70,7 +72,14 @@ def _free_port() -> int:
 
 async def _replica(args: argparse.Namespace) -> None:
     from kubereflector.client import ClientConfig
-    from kubereflector.runtime import ControllerOptions, Manager, Request, Sharding
+    from kubereflector.runtime import (
+        ControllerOptions,
+        LeaderElection,
+        LeaderElectionLostError,
+        Manager,
+        Request,
+        Sharding,
+    )
 
     baseline = rss_bytes()
     delay = args.reconcile_ms / 1000
@@ -78,18 +87,22 @@ async def _replica(args: argparse.Namespace) -> None:
     go = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
     config = ClientConfig(server=args.server)
-    manager = Manager(
-        config,
-        namespace=NAMESPACE,
-        sharding=Sharding(
+    if args.elect:
+        election = LeaderElection(args.group, namespace=NAMESPACE, identity=args.name)
+        manager = Manager(config, namespace=NAMESPACE, leader_election=election)
+    else:
+        sharding = Sharding(
             name=args.group, shards=args.shards, identity=args.name, namespace=NAMESPACE
-        ),
-    )
+        )
+        manager = Manager(config, namespace=NAMESPACE, sharding=sharding)
+    first: list[float] = []  # when this replica's first reconcile began
 
     @manager.reconciler("pods", options=ControllerOptions(max_concurrent_reconciles=args.workers))
     async def reconcile(request: Request) -> None:
         if args.hold:  # (the parent starts every replica's work at once: SIGUSR1)
             await go.wait()
+        if not first:
+            first.append(time.time())
         await asyncio.sleep(delay)
         reconciled.add(request.key)
 
@@ -107,6 +120,8 @@ async def _replica(args: argparse.Namespace) -> None:
                 "held": sorted(status.held) if status else [],
                 "desired": sorted(status.desired) if status else [],
                 "reconciled": len(reconciled),
+                "first": first[0] if first else None,
+                "leading": manager.is_leader(),
                 "cached": cached,
                 "rss_growth": rss_bytes() - baseline,
             }
@@ -117,6 +132,8 @@ async def _replica(args: argparse.Namespace) -> None:
         reporter = asyncio.create_task(report())
         try:
             await manager.run()
+        except LeaderElectionLostError:
+            pass
         finally:
             reporter.cancel()
 
@@ -145,9 +162,12 @@ class Replica:
 
 
 class Fleet:
-    def __init__(self, args: argparse.Namespace, server: str, *, hold: bool = False) -> None:
+    def __init__(
+        self, args: argparse.Namespace, server: str, *, hold: bool = False, elect: bool = False
+    ) -> None:
         self.args = args
         self.hold = hold
+        self.elect = elect
         self.server = server
         self.group = f"bench-{uuid.uuid4().hex[:8]}"
         self.replicas: dict[str, Replica] = {}
@@ -170,6 +190,7 @@ class Fleet:
             "--reconcile-ms",
             str(self.args.reconcile_ms),
             *(["--hold"] if self.hold else []),
+            *(["--elect"] if self.elect else []),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
         )
@@ -279,6 +300,22 @@ async def _rebalance(args: argparse.Namespace, server: str) -> dict[str, Any]:
             "ideal": len(shard_of_pod) / 4,
             "shards": len(moved_shards),
         }
+    finally:
+        await fleet.close()
+
+
+async def _standby(args: argparse.Namespace, server: str) -> float:
+    """Leader election, for comparison: the time from the leader's SIGTERM until the
+    standby (its caches synced while it waited) begins to reconcile."""
+    fleet = Fleet(args, server, elect=True)
+    try:
+        leader = await fleet.add("leader")
+        await fleet.until(lambda: leader.last.get("reconciled", 0) >= args.objects)
+        standby = await fleet.add("standby")
+        await fleet.until(lambda: standby.last.get("cached", 0) >= args.objects)
+        sent = await fleet.stop("leader", signal.SIGTERM)
+        began = await fleet.until(lambda: standby.last.get("first") is not None)
+        return began - sent
     finally:
         await fleet.close()
 
@@ -439,7 +476,8 @@ def _print(args: argparse.Namespace, results: dict[str, Any]) -> None:
         t = results["takeover"]
         print(
             f"takeover: after SIGTERM {t['sigterm']:.1f} s, after SIGKILL {t['sigkill']:.1f} s "
-            "(lease 15 s, renew deadline 10 s, retry period 2 s)"
+            "(lease 15 s, renew deadline 10 s, retry period 2 s); with leader election, a "
+            f"warm standby reconciles {t['standby']:.1f} s after the leader's SIGTERM"
         )
     if "decode" in results:
         print("\n| watch stream into a cache | shard filter | CPU µs per event |")
@@ -465,6 +503,7 @@ async def _parent(args: argparse.Namespace) -> None:
         results["rebalance"] = await _rebalance(args, server)
         if not args.skip_takeover:
             results["takeover"] = await _takeover(args, server)
+            results["takeover"]["standby"] = await _standby(args, server)
         if not args.skip_decode:
             events = min(args.objects, 20_000)
             results["decode"] = await asyncio.to_thread(_pipeline_table, events)
@@ -488,6 +527,7 @@ def main() -> None:
     parser.add_argument("--replica", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pipeline-case", help=argparse.SUPPRESS)
     parser.add_argument("--hold", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--elect", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--server", help=argparse.SUPPRESS)
     parser.add_argument("--group", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
