@@ -23,9 +23,8 @@ from kubereflector import (
     run,
 )
 from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient, load_config
-from kubereflector.models import Deployment, Pod
+from kubereflector.models import Deployment, ObjectMeta, Pod
 from kubereflector.models.crd import ListType, PrinterColumn, Rule, custom_resource
-from kubereflector.models.meta_v1 import ObjectMeta
 from kubereflector.runtime import Manager
 from kubereflector.testing import FakeControllerSource
 
@@ -199,3 +198,8 @@ WRONG_MARKERS = (
     PrinterColumn("Size", ".spec.size", type="text"),  # E: Argument "type" to "PrinterColumn"
     Rule("self > 0", reason="Invalid"),  # E: Argument "reason" to "Rule"
 )
+
+
+def declared_a_permission_as_a_tuple(manager: Manager) -> None:
+    wanted = [("secrets", "get")]
+    manager.reconciler("configmaps", rbac=wanted)  # E: Argument "rbac" to "reconciler"

@@ -13,7 +13,16 @@ from .finalizer import (
 from .gate import GateTicket, ReconcileGate, ReconcileRevokedError
 from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
+from .manifests import DEFAULT_RESOURCES, Manifest, manifests
 from .options import ControllerOptions
+from .permissions import (
+    ManagerDescription,
+    Permission,
+    Permissions,
+    ResourceRef,
+    Rule,
+    resolve_resource,
+)
 from .predicates import (
     Predicate,
     and_,
@@ -38,6 +47,7 @@ from .sharding import (
 )
 
 __all__ = [
+    "DEFAULT_RESOURCES",
     "ClientLeaseStore",
     "Controller",
     "ControllerOptions",
@@ -49,15 +59,21 @@ __all__ = [
     "LeaderElectionLostError",
     "LeaseStore",
     "Manager",
+    "ManagerDescription",
     "ManagerError",
+    "Manifest",
     "Mapper",
+    "Permission",
+    "Permissions",
     "Predicate",
     "ReconcileFunc",
     "ReconcileGate",
     "ReconcileRevokedError",
     "Request",
     "RequestQueue",
+    "ResourceRef",
     "Result",
+    "Rule",
     "Runnable",
     "ShardCoordinator",
     "ShardSpace",
@@ -75,8 +91,10 @@ __all__ = [
     "generation_changed",
     "label_selector",
     "labels_changed",
+    "manifests",
     "not_",
     "or_",
     "remove_finalizer_patch",
+    "resolve_resource",
     "resource_version_changed",
 ]

@@ -79,6 +79,7 @@ from ..metrics import Metrics, MetricsServer
 from .controller import Controller
 from .handlers import Mapper
 from .options import ControllerOptions, _checked_options
+from .permissions import ManagerDescription, Permission, _permissions_for, _Reconciles
 from .predicates import Predicate
 from .reconcile import ReconcileFunc, Request
 from .runnable import Runnable
@@ -167,6 +168,7 @@ class _Spec:
     predicates: tuple[Predicate, ...]
     options: ControllerOptions
     name: str
+    rbac: tuple[Permission, ...] = ()
 
 
 def _is_resource(resource: object) -> bool:
@@ -444,6 +446,7 @@ class Manager:
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
         name: str | None = None,
+        rbac: Iterable[Permission] = (),
         reconcile: None = None,
     ) -> Callable[[F], F]: ...
 
@@ -457,6 +460,7 @@ class Manager:
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
         name: str | None = None,
+        rbac: Iterable[Permission] = (),
         reconcile: F,
     ) -> F: ...
 
@@ -469,6 +473,7 @@ class Manager:
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
         name: str | None = None,
+        rbac: Iterable[Permission] = (),
         reconcile: F | None = None,
     ) -> Callable[[F], F] | F:
         """Register a reconciler of ``for_`` (a resource name discovery resolves:
@@ -484,7 +489,10 @@ class Manager:
         rate limiter); ``name``: see :class:`~kubereflector.runtime.Controller`
         (the default name is ``for_`` as written, or a model's qualified resource
         name: ``deployments.apps``). ``owns`` and ``watches`` take names and models
-        alike. Raises :class:`ManagerError` once the manager runs,
+        alike. ``rbac``: what the reconciler does beyond reading ``for_`` and
+        ``watches`` and writing ``owns``, as :class:`~kubereflector.runtime.Permission`
+        values (its status, its finalizers, the secrets it reads: see
+        :meth:`describe`). Raises :class:`ManagerError` once the manager runs,
         ``TypeError``/``ValueError`` for arguments of the wrong shape,
         ``LookupError`` naming a class that is not a registered model, and
         ``ValueError`` for a name already registered. Unknown resource names
@@ -515,6 +523,10 @@ class Manager:
         controller_name = name or (
             for_ if isinstance(for_, str) else model_info(for_).qualified_name
         )
+        declared = tuple(rbac)
+        for permission in declared:
+            if not isinstance(permission, Permission):
+                raise TypeError(f"rbac takes Permissions, not {type(permission).__name__}")
 
         def register(fn: F) -> F:
             if not callable(fn):
@@ -535,6 +547,7 @@ class Manager:
                         tuple(predicates),
                         options,
                         controller_name,
+                        declared,
                     )
                 )
             return fn
@@ -542,6 +555,34 @@ class Manager:
         if reconcile is not None:
             return register(reconcile)
         return register
+
+    def describe(self) -> ManagerDescription:
+        """What this manager needs to run in a cluster, from its registrations: the
+        RBAC rules (see :mod:`kubereflector.runtime.permissions`) and the ports it
+        serves; what ``kubereflector manifests`` prints. Needs no server; raises
+        ``LookupError`` for a resource name that cannot be resolved without one."""
+        with self._lock:
+            specs = list(self._specs)
+        election = self._leader_election
+        lease = None
+        if election is not None:
+            lease = (election.namespace or self._namespace, election.name)
+        reconcilers = [
+            _Reconciles(s.for_, s.owns, tuple(name for name, _ in s.watches), s.rbac) for s in specs
+        ]
+        sharding = None
+        if self._sharded is not None:
+            sharding = (self._sharded.coordinator.options.namespace or self._namespace,)
+        return ManagerDescription(
+            namespace=self._namespace,
+            permissions=_permissions_for(
+                reconcilers, namespace=self._namespace, lease=lease, sharding=sharding
+            ),
+            lease=lease,
+            metrics_port=self._metrics_port,
+            health_port=self._health_port,
+            graceful_shutdown_timeout=self._graceful_timeout,
+        )
 
     def add(self, runnable: Runnable, *, leader_only: bool = False) -> None:
         """Run ``runnable`` (see :class:`~kubereflector.runtime.Runnable`) with the

@@ -51,3 +51,22 @@ def test_a_manager_is_sharded_or_elected_not_both() -> None:
     assert manager.sharding is not None
     assert manager.sharding.identity == "me"
     assert Manager(config).sharding is None
+
+
+def test_a_sharded_manager_asks_for_its_leases_in_its_manifests() -> None:
+    config = ClientConfig(server="https://127.0.0.1:6443")
+    manager = Manager(config, namespace="shop", sharding=Sharding(name="op"))
+    manager.reconciler("configmaps", reconcile=_noop)
+    permissions = manager.describe().permissions
+    for verb in ("get", "list", "create", "update"):
+        assert permissions.allows(verb, "coordination.k8s.io", "leases", namespace="shop")
+    assert not permissions.allows("delete", "coordination.k8s.io", "leases", namespace="shop")
+    elsewhere = Manager(config, sharding=Sharding(name="op", namespace="ops"))
+    elsewhere.reconciler("configmaps", reconcile=_noop)
+    rules = elsewhere.describe().permissions
+    assert rules.allows("list", "coordination.k8s.io", "leases", namespace="ops")
+    assert not rules.allows("list", "coordination.k8s.io", "leases", namespace="shop")
+
+
+async def _noop(request: Any) -> None:
+    return None

@@ -14,9 +14,13 @@ or from a shell (runs until SIGINT/SIGTERM)::
     python -m kubereflector.testing.apiserver --port 6443 --write-kubeconfig kc.yaml
 
 What it serves: core/v1 namespaces, pods, configmaps, secrets, services,
-apps/v1 deployments, events.k8s.io/v1 events, coordination.k8s.io/v1 leases and
-apiextensions.k8s.io/v1 customresourcedefinitions (creating one serves its
-resource: discovery, printer columns, schema), plus any resource registered with
+serviceaccounts (with the TokenRequest ``token`` subresource), apps/v1
+deployments, policy/v1 poddisruptionbudgets, events.k8s.io/v1 events,
+coordination.k8s.io/v1 leases, rbac.authorization.k8s.io/v1 roles, clusterroles
+and their bindings, authorization.k8s.io/v1 subjectaccessreviews and
+selfsubjectaccessreviews, and apiextensions.k8s.io/v1 customresourcedefinitions
+(creating one serves its resource: discovery, printer columns, schema), plus any
+resource registered with
 :meth:`register_resource` (a CRD stand-in from Python), with legacy and
 aggregated (v2) discovery, and OpenAPI v2 (JSON) and v3 documents with
 server-side field validation (``fieldValidation``), enough for ``kubectl create
@@ -77,7 +81,8 @@ Deliberate differences from kube-apiserver (each for a reason):
   are listed in the schema's order (kube: Go's random map order).
 * Built-in kinds get no admission, no schema validation (only unknown top-level and
   metadata fields are reported) and no defaulting beyond a pod's ``status.phase:
-  Pending`` and a namespace's phase and name label; no RBAC. Protobuf is refused
+  Pending``, a namespace's phase and name label and the API groups of RBAC
+  bindings. Protobuf is refused
   (415: kubectl's generators such as ``kubectl create configmap`` send protobuf,
   and the 415 says to use ``create -f``/``apply -f``).
 * Strategic merge patch follows the built-in kinds' patch strategies and merge keys
@@ -91,10 +96,23 @@ Deliberate differences from kube-apiserver (each for a reason):
   changes only ``status``. Events are served in events.k8s.io/v1 only.
 * The Python data API writes like the storage layer: no field manager,
   ``status`` included, custom resources need no ``kind``.
-* Auth: one bearer token (or none); ``/healthz``, ``/livez``, ``/readyz`` and
-  ``/version`` are open to anonymous requests, everything else needs the token.
+* Auth: bearer tokens. The emulator's own (or none: ``token=None``) is user
+  ``admin`` in ``system:masters``, allowed everything; :meth:`add_user` adds
+  static tokens of other users, and ServiceAccount tokens come from the
+  TokenRequest API (or :meth:`service_account_token`) and die with their
+  ServiceAccount or at their expiry. ``/healthz``, ``/livez``, ``/readyz`` and
+  ``/version`` are open to anonymous requests, everything else needs a token
+  (kube answers an anonymous request with a 403 where the emulator answers 401).
   (kubectl 1.37 sends a bearer token only over TLS: give kubectl ``tls=True``,
   or ``token=None`` on plain HTTP.)
+* RBAC: every other user's requests are authorized as kube-apiserver does it
+  (its RequestInfo, its RBAC authorizer, its 403 bodies; the bootstrap
+  ClusterRoles ``cluster-admin``, ``system:discovery``, ``system:basic-user`` and
+  ``system:public-info-viewer`` with their bindings; Roles, ClusterRoles and
+  bindings validated as kube does). ``rbac="report"`` serves what RBAC refuses;
+  either way :meth:`denials` lists it (:class:`Denial`). Not emulated:
+  aggregated ClusterRoles (kube-controller-manager fills them in), the escalation
+  checks on writes of roles and bindings, impersonation, TokenReviews.
 """
 
 from __future__ import annotations
@@ -105,9 +123,10 @@ from ._command import main
 from ._seed import sample_pod
 
 if TYPE_CHECKING:
+    from ._authorization import Denial
     from ._emulator import RANDOM_TOKEN, ApiServerEmulator
 
-__all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "main", "sample_pod"]
+__all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "Denial", "main", "sample_pod"]
 
 
 def __getattr__(name: str) -> Any:
@@ -118,4 +137,8 @@ def __getattr__(name: str) -> Any:
         from . import _emulator
 
         return getattr(_emulator, name)
+    if name == "Denial":
+        from ._authorization import Denial
+
+        return Denial
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
