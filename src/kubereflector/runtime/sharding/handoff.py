@@ -132,7 +132,8 @@ class Handoff:
 
     ``drain_timeout``: seconds a drain waits for the reconciles in flight before
     it cancels them (coroutine reconciles end; a plain function runs to its end,
-    and the shard stays held until it has). Used from one event loop.
+    and the shard stays held until it has). Used from one event loop (its
+    :meth:`held` and :meth:`owned` snapshots from any thread).
     """
 
     me: str
@@ -146,13 +147,13 @@ class Handoff:
         return self._phases.get(shard, Phase.IDLE)
 
     def held(self) -> set[int]:
-        """The shards whose keys are handed out here (HELD)."""
-        return {s for s, p in self._phases.items() if p is Phase.HELD}
+        """The shards whose keys are handed out here (HELD). Any thread (a snapshot)."""
+        return {s for s, p in list(self._phases.items()) if p is Phase.HELD}
 
     def owned(self) -> set[int]:
         """The shards whose Lease names this replica as far as it knows (every phase
-        but IDLE): what its caches must keep holding."""
-        return {s for s, p in self._phases.items() if p is not Phase.IDLE}
+        but IDLE): what its caches must keep holding. Any thread (a snapshot)."""
+        return {s for s, p in list(self._phases.items()) if p is not Phase.IDLE}
 
     def idle(self) -> bool:
         """Whether no shard is held, taken or given back here."""
