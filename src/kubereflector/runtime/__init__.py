@@ -11,6 +11,7 @@ from .finalizer import (
     finalizer_sync,
     remove_finalizer_patch,
 )
+from .gate import GateTicket, ReconcileGate, ReconcileRevokedError
 from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
 from .manifests import DEFAULT_RESOURCES, Manifest, manifests
@@ -36,6 +37,15 @@ from .predicates import (
 )
 from .reconcile import ReconcileFunc, Request, Result, TerminalError
 from .runnable import Runnable
+from .sharding import (
+    ClientLeaseStore,
+    LeaseStore,
+    ShardCoordinator,
+    Sharding,
+    ShardingStatus,
+    ShardSpace,
+    assign_shards,
+)
 from .webhooks import (
     ADMISSION_REVIEW_VERSION,
     CONVERSION_PATH,
@@ -82,6 +92,7 @@ __all__ = [
     "Cause",
     "CertificateFiles",
     "CertificateProblem",
+    "ClientLeaseStore",
     "Controller",
     "ControllerOptions",
     "ControllerStoppedError",
@@ -91,11 +102,13 @@ __all__ = [
     "Denied",
     "EnqueueRequestsHandler",
     "FinalizerStep",
+    "GateTicket",
     "GroupVersionKind",
     "GroupVersionResource",
     "HandlerDecorator",
     "LeaderElection",
     "LeaderElectionLostError",
+    "LeaseStore",
     "Manager",
     "ManagerDescription",
     "ManagerError",
@@ -106,6 +119,8 @@ __all__ = [
     "Permissions",
     "Predicate",
     "ReconcileFunc",
+    "ReconcileGate",
+    "ReconcileRevokedError",
     "Request",
     "RequestQueue",
     "ResourceRef",
@@ -114,6 +129,10 @@ __all__ = [
     "Rule",
     "Runnable",
     "SelfSignedCertificate",
+    "ShardCoordinator",
+    "ShardSpace",
+    "Sharding",
+    "ShardingStatus",
     "TerminalError",
     "UserInfo",
     "ValidatorOptions",
@@ -124,6 +143,7 @@ __all__ = [
     "Webhooks",
     "and_",
     "annotations_changed",
+    "assign_shards",
     "conversion_stanza",
     "enqueue_object",
     "enqueue_owner",

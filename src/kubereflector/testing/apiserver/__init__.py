@@ -37,7 +37,9 @@ Conflict or AlreadyExists, 422 Invalid with causes, 400). Lists and
 watches follow kube-apiserver's resourceVersion semantics, paging with continue
 tokens that expire with the retained history, label and field selectors,
 watch-list (``sendInitialEvents``) with the ``k8s.io/initial-events-end``
-bookmark, periodic bookmarks, ``timeoutSeconds``, metadata-only
+bookmark, KEP-5866's sharded lists and watches (``shardSelector``, echoed in
+``metadata.shardInfo``; see :attr:`ApiServerEmulator.sharded_list_watch`),
+periodic bookmarks, ``timeoutSeconds``, metadata-only
 (``as=PartialObjectMetadata[List]``) and Table (``as=Table``, for kubectl)
 answers. Errors are ``Status`` objects with kube's codes, reasons and messages.
 

@@ -316,6 +316,21 @@ class ApiServerEmulator:
         """The current global resourceVersion."""
         return str(self._store.rv)
 
+    @property
+    def sharded_list_watch(self) -> bool:
+        """Whether lists and watches honour KEP-5866's ``shardSelector`` and lists echo
+        it in ``metadata.shardInfo`` (the ``ShardedListAndWatch`` feature gate, alpha
+        in Kubernetes 1.36; on here by default). Set it to ``False`` to serve like an
+        older kube-apiserver, which ignores the parameter and sends every object; a
+        change applies to requests that come after it."""
+        return self._store.sharded_list_watch
+
+    @sharded_list_watch.setter
+    def sharded_list_watch(self, enabled: bool) -> None:
+        if not isinstance(enabled, bool):
+            raise TypeError(f"sharded_list_watch is a bool, not {type(enabled).__name__}")
+        self._store.sharded_list_watch = enabled
+
     def register_resource(
         self,
         group: str,

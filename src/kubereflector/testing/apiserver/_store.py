@@ -93,6 +93,9 @@ class Store:
         self.observers: list[Callable[[Bucket, str, Record], None]] = []
         # The other served versions of a resource (a CRD's, see _conversion), by resource.
         self.versions: dict[str, dict[str, ServedResource]] = {}
+        self.sharded_list_watch = True
+        """The ``ShardedListAndWatch`` feature gate (KEP-5866): ``shardSelector`` is
+        honoured and lists echo it in ``metadata.shardInfo``."""
         for info in BUILTIN_RESOURCES:
             self.register(info)
         namespaces = self.buckets["namespaces"]

@@ -211,7 +211,7 @@ def _list(
     mode = negotiate(accept, "list")
     if mode is None:
         raise not_acceptable()
-    query = parse_query(params, watch=False)
+    query = parse_query(params, watch=False, sharding=store.sharded_list_watch)
     page = store.list_page(bucket, namespace, query)
     if mode == "table":
         include = params.get("includeObject", "Metadata")
@@ -223,6 +223,8 @@ def _list(
         meta["continue"] = page.continue_
     if page.remaining is not None:
         meta["remainingItemCount"] = page.remaining
+    if query.shard_selector is not None:
+        meta["shardInfo"] = {"selector": str(query.shard_selector)}
     if mode == "meta":
         head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
         items = b",".join([r.meta_json() for r in page.records])
@@ -365,7 +367,7 @@ async def _delete_collection(
     writes: Writes | None,
     info: ServedResource,
 ) -> web.Response:
-    query = parse_query(request.query, watch=False)
+    query = parse_query(request.query, watch=False, sharding=store.sharded_list_watch)
     options = await _delete_options(request)
     deleted = []
     warnings: list[str] = []

@@ -393,7 +393,7 @@ class Watches:
         mode = negotiate(request.headers.get("Accept", ""), "watch")
         if mode is None:
             raise not_acceptable()
-        query = parse_query(params, watch=True)
+        query = parse_query(params, watch=True, sharding=self.store.sharded_list_watch)
         if name is not None:  # watching one object: kube adds a metadata.name field selector
             requirements = [*query.field_selector.requirements]
             query.field_selector = FieldSelector.parse(
