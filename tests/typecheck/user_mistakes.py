@@ -25,7 +25,7 @@ from kubereflector import (
 from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient, load_config
 from kubereflector.models import Deployment, ObjectMeta, Pod
 from kubereflector.models.crd import ListType, PrinterColumn, Rule, custom_resource
-from kubereflector.runtime import Manager
+from kubereflector.runtime import AdmissionRequest, Manager
 from kubereflector.testing import FakeControllerSource
 
 
@@ -203,3 +203,24 @@ WRONG_MARKERS = (
 def declared_a_permission_as_a_tuple(manager: Manager) -> None:
     wanted = [("secrets", "get")]
     manager.reconciler("configmaps", rbac=wanted)  # E: Argument "rbac" to "reconciler"
+
+
+class Gadget(TypedDict):
+    spec: dict[str, Any]
+
+
+def webhooks_typed_wrong(manager: Manager) -> None:
+    @manager.validator(Pod)  # E: "Callable[[Deployment, AdmissionRequest[Deployment]], None]"
+    def check(pod: Deployment, request: AdmissionRequest[Deployment]) -> None:
+        return None
+
+    manager.defaulter(Pod, failure_policy="Never")  # E: No overload variant of "defaulter"
+    manager.validator(Pod, reinvocation_policy="IfNeeded")  # E: Unexpected keyword argument
+
+    async def to_hub(old: Gadget) -> Pod:
+        return {"spec": {"containers": []}}
+
+    def from_hub(new: Pod) -> Gadget:
+        return {"spec": {}}
+
+    manager.converter(Pod, Gadget, to_hub=to_hub, from_hub=from_hub)  # E: Argument "to_hub"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast
 
@@ -445,9 +445,10 @@ def _mode_keyword(object_mode: ObjectMode) -> dict[str, ObjectMode]:
 
 
 class _ResolvingWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent[ModelT]]]):
-    """Resolves the resource, then opens the Client's watch."""
+    """Resolves the resource, then opens the Client's watch (``keep``: its filter,
+    see :meth:`Client.watch <kubereflector.client.Client.watch>`)."""
 
-    __slots__ = ("_inner", "_metadata_only", "_mode", "_options", "_resource")
+    __slots__ = ("_inner", "_keep", "_metadata_only", "_mode", "_options", "_resource")
 
     def __init__(
         self,
@@ -455,21 +456,26 @@ class _ResolvingWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[Watch
         options: ListOptions,
         metadata_only: bool,
         object_mode: ObjectMode,
+        keep: Callable[[Any], bool] | None = None,
     ) -> None:
         self._resource = resource
         self._options = options
         self._metadata_only = metadata_only
         self._mode: ObjectMode = object_mode
+        self._keep = keep
         self._inner: WatchStream | None = None
 
     async def __aenter__(self) -> AsyncIterator[WatchEvent[ModelT]]:
         resource = self._resource
         info = await resource._supporting("watch")
+        extra: dict[str, Any] = dict(_mode_keyword(self._mode))
+        if self._keep is not None:  # (only when set: a Client double may not take it)
+            extra["keep"] = self._keep
         inner = resource.client.watch(
             info.api_path(resource.namespace),
             self._options,
             metadata_only=self._metadata_only,
-            **_mode_keyword(self._mode),
+            **extra,
         )
         events = await inner.__aenter__()
         self._inner = inner

@@ -20,6 +20,9 @@ controller-runtime's ``pkg/internal/controller``, on kubereflector's informers a
 * **Workers.** ``max_concurrent_reconciles`` workers. A coroutine reconciler
   runs on the event loop; a plain function runs on a worker thread of the
   controller's own pool (one thread per worker), so it may block.
+* **Gate.** With a :class:`~kubereflector.runtime.gate.ReconcileGate` (a sharded
+  Manager's: the shards this replica holds), only the requests it lets through
+  are queued and reconciled; a reconcile it revokes is cancelled and forgotten.
 
 A Controller works on informers you give it (a :class:`~kubereflector.runtime.Manager`
 makes them from resource names), so tests drive one with
@@ -37,15 +40,16 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from .._aio.calls import is_coroutine_callable
 from .._aio.loop_thread import call_in_loop
 from ..cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
 from ..clock import Clock, RealClock
 from ..workqueue import QueueShutDown, RateLimitingQueue
-from .handlers import EnqueueRequestsHandler, Mapper, enqueue_object, enqueue_owner
+from .gate import GateTicket, ReconcileGate, ReconcileRevokedError
+from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .options import ControllerOptions, _checked_options
 from .predicates import Predicate, and_
 from .reconcile import ReconcileFunc, Request, Result, TerminalError
@@ -111,6 +115,8 @@ class Controller:
       rate limiter); ``name`` labels logs, metrics and the queue (default: the
       resource's qualified name); ``clock`` drives requeues and backoff;
       ``metrics`` receives controller-runtime's and the workqueue's metrics.
+    * ``gate``: a :class:`~kubereflector.runtime.gate.ReconcileGate` deciding which
+      requests are queued and reconciled (default: all).
 
     :meth:`run` once; stop it with :meth:`stop` (graceful) or by cancelling it
     (at once). Thread-safety: ``queue`` may be fed from any thread; ``run``,
@@ -129,6 +135,7 @@ class Controller:
         name: str | None = None,
         clock: Clock | None = None,
         metrics: Metrics | None = None,
+        gate: ReconcileGate | None = None,
     ) -> None:
         if not callable(reconcile):
             raise TypeError(f"reconcile must be callable, not {type(reconcile).__name__}")
@@ -168,6 +175,9 @@ class Controller:
             metrics_provider=metrics.workqueue_provider() if metrics is not None else None,
         )
         self._metrics_registry = metrics
+        if gate is not None and not isinstance(gate, ReconcileGate):
+            raise TypeError(f"gate must be a ReconcileGate, not {type(gate).__name__}")
+        self._gate = gate
         self._state = _State.NEW
         self._stopping = False
         self._worker_tasks: list[asyncio.Task[None]] = []
@@ -224,8 +234,11 @@ class Controller:
         if self._metrics_registry is not None:
             self._metrics_registry.track_queue(self._queue)
         try:
+            target: RequestQueue = self._queue
+            if self._gate is not None:
+                target = _GatedQueue(self._queue, self._gate)
             for informer, mapper, predicate in self._watches:
-                handler = EnqueueRequestsHandler(self._queue, mapper, predicate)
+                handler = EnqueueRequestsHandler(target, mapper, predicate)
                 registrations.append(informer.add_event_handler(handler))
             informers = list({id(i): i for i, _, _ in self._watches}.values())
             if not await wait_for_cache_sync(*informers):
@@ -312,7 +325,13 @@ class Controller:
             try:
                 if self._stopping:
                     return
-                await self._reconcile_one(request)
+                ticket = None
+                if self._gate is not None:
+                    ticket = self._gate.enter(request)
+                    if ticket is None:  # not this controller's to reconcile now
+                        queue.forget(request)
+                        continue
+                await self._reconcile_one(request, ticket)
             finally:
                 queue.done(request)
             in_a_row += 1
@@ -322,7 +341,7 @@ class Controller:
                 in_a_row = 0
                 await asyncio.sleep(0)
 
-    async def _reconcile_one(self, request: Request) -> None:
+    async def _reconcile_one(self, request: Request, ticket: GateTicket | None = None) -> None:
         queue = self._queue
         metrics = self._metrics
         metrics.worker_started()
@@ -330,11 +349,13 @@ class Controller:
         started = time.perf_counter()
         try:
             if self._is_coroutine:
-                result = await self._reconcile(request)  # type: ignore[misc]
+                call = cast("Awaitable[Result | None]", self._reconcile(request))
+                result = await (call if ticket is None else ticket.run(call))
             else:
                 loop = asyncio.get_running_loop()
+                plain = cast("Callable[[Request], Result | None]", self._reconcile)
                 result = await loop.run_in_executor(
-                    self._executor, functools.partial(self._reconcile, request)
+                    self._executor, functools.partial(plain, request)
                 )
             if result is None:
                 result = Result()
@@ -342,6 +363,10 @@ class Controller:
                 raise TypeError(
                     f"a reconciler returns a Result or None, not {type(result).__name__}"
                 )
+        except ReconcileRevokedError as err:
+            logger.info("controller %s: reconcile of %s revoked: %s", self._name, request, err)
+            queue.forget(request)
+            return
         except TerminalError as err:
             metrics.reconciled(_RESULT_ERROR, time.perf_counter() - started, terminal=True)
             logger.error(
@@ -366,6 +391,8 @@ class Controller:
         finally:
             self._in_flight -= 1
             metrics.worker_finished()
+            if ticket is not None:
+                ticket.exit()
         seconds = time.perf_counter() - started
         after = result.requeue_after
         if after is None:
@@ -415,3 +442,18 @@ async def _uninterrupted(future: asyncio.Future[None]) -> None:
     while not future.done():
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(future)
+
+
+class _GatedQueue:
+    """A queue's ``add`` behind a gate's ``wanted`` (what a gated controller's handlers
+    add to)."""
+
+    __slots__ = ("_gate", "_queue")
+
+    def __init__(self, queue: RequestQueue, gate: ReconcileGate) -> None:
+        self._queue = queue
+        self._gate = gate
+
+    def add(self, item: Request, *, priority: int = 0) -> None:
+        if self._gate.wanted(item):
+            self._queue.add(item, priority=priority)

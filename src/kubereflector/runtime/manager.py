@@ -36,9 +36,21 @@ What :meth:`Manager.run` does, in order:
    at once), releases the Lease (so another replica takes over at once), stops
    the informers and servers, and returns.
 
+With ``sharding`` (a :class:`~kubereflector.runtime.sharding.Sharding`) instead
+of leader election, the controllers run on every replica, each reconciling the
+objects of the virtual shards it holds, its caches holding only those objects
+(see :mod:`kubereflector.runtime.sharding`); ``/readyz`` passes once this replica
+holds every shard the assignment gives it, and a graceful shutdown hands its
+shards back before it returns.
+
 :meth:`Manager.add` adds a :class:`~kubereflector.runtime.Runnable` beside the
 controllers: it runs from the start (a webhook server, which every replica
 serves), or, with ``leader_only=True``, only while this replica leads.
+
+With ``webhook_port``, the manager serves admission and conversion webhooks
+(:mod:`kubereflector.runtime.webhooks`) on every replica, registered with
+:meth:`Manager.validator`, :meth:`Manager.defaulter` and :meth:`Manager.converter`;
+``/readyz`` then waits for the webhook server too.
 """
 
 from __future__ import annotations
@@ -72,6 +84,7 @@ from ..leaderelection import (
     default_identity,
 )
 from ..metrics import Metrics, MetricsServer
+from ._webhook_entries import _WebhookEntries
 from .controller import Controller
 from .handlers import Mapper
 from .options import ControllerOptions, _checked_options
@@ -79,12 +92,16 @@ from .permissions import ManagerDescription, Permission, _permissions_for, _Reco
 from .predicates import Predicate
 from .reconcile import ReconcileFunc, Request
 from .runnable import Runnable
+from .sharding import Sharding
+from .webhooks.server import WebhookOptions
 
 if TYPE_CHECKING:
     from ..cache.listers import Lister
     from ..cache.shared_informer import SharedIndexInformer
     from ..client.discovery import ResourceInfo
     from ..client.sync import SyncClient
+    from .sharding import ShardCoordinator
+    from .sharding._runtime import ShardedRuntime
 
 __all__ = ["LeaderElection", "LeaderElectionLostError", "Manager", "ManagerError"]
 
@@ -180,7 +197,7 @@ def _pod_namespace() -> str | None:
         return None
 
 
-class Manager:
+class Manager(_WebhookEntries):
     """Runs controllers over shared caches, with leader election, metrics, health
     probes and graceful shutdown (see the module documentation).
 
@@ -193,6 +210,13 @@ class Manager:
     all; ``0``: any free port, see :attr:`metrics_url`), on ``bind_address``.
     ``clock`` drives leader election, requeues and the shutdown timeout;
     ``metrics``: where metrics go (default: a registry of the manager's own).
+    ``webhook_port``: serve the registered webhooks over HTTPS there, on every
+    replica (``None``: not at all; ``0``: any free port), as ``webhook_options``
+    say (:class:`~kubereflector.runtime.webhooks.WebhookOptions`: certificates,
+    limits, installing the configurations).
+    ``sharding``: split the controllers' objects across the replicas (see the
+    module documentation); not together with ``leader_election`` (a sharded
+    replica's controllers run everywhere; its runnables all run from the start).
 
     Two ways to run, told apart by their types: ``await manager.run()`` (a
     coroutine: mypy flags a call that is not awaited) on your event loop, or
@@ -216,6 +240,9 @@ class Manager:
         bind_address: str = "0.0.0.0",
         clock: Clock | None = None,
         metrics: Metrics | None = None,
+        webhook_port: int | None = None,
+        webhook_options: WebhookOptions | None = None,
+        sharding: Sharding | None = None,
     ) -> None:
         if isinstance(config_or_client, ClientConfig):
             self._client = Client(config_or_client)
@@ -229,7 +256,18 @@ class Manager:
             )
         if leader_election is not None and not isinstance(leader_election, LeaderElection):
             raise TypeError("leader_election must be a LeaderElection (or None)")
-        for label, port in (("metrics_port", metrics_port), ("health_port", health_port)):
+        if sharding is not None and not isinstance(sharding, Sharding):
+            raise TypeError("sharding must be a Sharding (or None)")
+        if sharding is not None and leader_election is not None:
+            raise ValueError(
+                "sharding and leader_election exclude each other: a sharded manager's "
+                "controllers run on every replica, each on its own shards"
+            )
+        for label, port in (
+            ("metrics_port", metrics_port),
+            ("health_port", health_port),
+            ("webhook_port", webhook_port),
+        ):
             if port is not None and (
                 isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
             ):
@@ -249,12 +287,29 @@ class Manager:
         """The manager's :class:`~kubereflector.metrics.Metrics` (served at ``/metrics``)."""
         if getattr(self._client, "request_metrics", False) is None:
             self._client.request_metrics = self.metrics.rest_client()
-        self._factory = SharedInformerFactory(self._client, namespace=self._namespace)
+        self._sharded: ShardedRuntime | None = None
+        if sharding is not None:
+            from .sharding._runtime import ShardedRuntime
+
+            self._sharded = ShardedRuntime(
+                sharding,
+                self._client,
+                namespace=sharding.namespace or self._namespace or _pod_namespace() or "default",
+                clock=self._clock,
+                metrics=self.metrics,
+            )
+        self._factory = SharedInformerFactory(
+            self._client,
+            namespace=self._namespace,
+            wrap_lister_watcher=self._sharded.wrap if self._sharded is not None else None,
+        )
         self.metrics.add_informers(self._factory.informers)
         self._specs: list[_Spec] = []
         self._runnables: list[tuple[Runnable, bool]] = []
         self._healthz: dict[str, Callable[[], bool]] = {"ping": lambda: True}
         self._readyz: dict[str, Callable[[], bool]] = {"informers": self._informers_synced}
+        if self._sharded is not None:
+            self._readyz["sharding"] = self._sharded.coordinator.ready
         self._lock = threading.Lock()
         self._state = _State.NEW
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -273,6 +328,7 @@ class Manager:
         # second). asyncio.Event binds to a loop only when first waited on.
         self._elected = asyncio.Event()
         self._loop_handle: LoopThread | None = None
+        self._init_webhooks(webhook_port, webhook_options, host=bind_address)
 
     # -- what the manager holds -------------------------------------------------------
 
@@ -310,6 +366,12 @@ class Manager:
     def elector(self) -> LeaderElector | None:
         """The leader elector while :meth:`run` campaigns (``None`` without leader election)."""
         return self._elector
+
+    @property
+    def sharding(self) -> ShardCoordinator | None:
+        """This replica's :class:`~kubereflector.runtime.sharding.ShardCoordinator`
+        (``None`` without sharding): what it sees and holds (``status()``)."""
+        return self._sharded.coordinator if self._sharded is not None else None
 
     @property
     def controllers(self) -> list[Controller]:
@@ -529,9 +591,14 @@ class Manager:
         reconcilers = [
             _Reconciles(s.for_, s.owns, tuple(name for name, _ in s.watches), s.rbac) for s in specs
         ]
+        sharding = None
+        if self._sharded is not None:
+            sharding = (self._sharded.coordinator.options.namespace or self._namespace,)
         return ManagerDescription(
             namespace=self._namespace,
-            permissions=_permissions_for(reconcilers, namespace=self._namespace, lease=lease),
+            permissions=_permissions_for(
+                reconcilers, namespace=self._namespace, lease=lease, sharding=sharding
+            ),
             lease=lease,
             metrics_port=self._metrics_port,
             health_port=self._health_port,
@@ -637,6 +704,10 @@ class Manager:
         everywhere = _Runnables([r for r, leader_only in self._runnables if not leader_only], self)
         try:
             plans = [await self._plan(spec) for spec in self._specs]
+            if self._sharded is not None:
+                # Join first: the caches start with this replica's share.
+                await self._sharded.coordinator.start()
+                everywhere = _Runnables([self._sharded.coordinator, *everywhere.runnables], self)
             self._factory.start()
             everywhere.start()
             if self._leader_election is None:
@@ -739,13 +810,19 @@ class Manager:
         """Resolve a spec's names and make its informers; a maker of its Controller
         (one per leadership term)."""
         info, informer = await self._informer_of(spec.for_)
-        owned = [(await self._informer_of(resource))[1] for resource in spec.owns]
-        watched = [
-            ((await self._informer_of(resource))[1], mapper) for resource, mapper in spec.watches
+        owned_pairs = [await self._informer_of(resource) for resource in spec.owns]
+        owned = [owned_informer for _, owned_informer in owned_pairs]
+        watched_pairs = [
+            (await self._informer_of(resource), mapper) for resource, mapper in spec.watches
         ]
+        watched = [(pair[1], mapper) for pair, mapper in watched_pairs]
+        sharded = self._sharded
+        if sharded is not None:
+            sharded.plan_uses((info, informer), owned_pairs, [pair for pair, _ in watched_pairs])
 
         def make() -> Controller:
-            return Controller(
+            gate = sharded.gate_for(informer) if sharded is not None else None
+            controller = Controller(
                 spec.reconcile,
                 for_=(informer, info),
                 owns=owned,
@@ -755,7 +832,11 @@ class Manager:
                 name=spec.name,
                 clock=self._clock,
                 metrics=self.metrics,
+                gate=gate,
             )
+            if sharded is not None and gate is not None:
+                sharded.attach(controller, gate)
+            return controller
 
         return make
 
@@ -783,6 +864,8 @@ class Manager:
         self._leader_runnables = leader_only
         try:
             pending = tasks | leader_only.start()  # (a runnable's failure is its own to report)
+            if not pending:  # nothing to run while leading (webhooks only): lead until stopped
+                await asyncio.get_running_loop().create_future()
             while pending:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for task in done & tasks:
@@ -867,14 +950,14 @@ class _Runnables:
     that fails stops the manager with its error."""
 
     def __init__(self, runnables: list[Runnable], manager: Manager) -> None:
-        self._runnables = runnables
+        self.runnables = runnables
         self._manager = manager
         self._stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self) -> set[asyncio.Task[None]]:
         """Start each runnable in a task of its own; returns the tasks."""
-        for runnable in self._runnables:
+        for runnable in self.runnables:
             task = asyncio.create_task(
                 runnable.run(self._stopping), name=f"runnable {type(runnable).__name__}"
             )

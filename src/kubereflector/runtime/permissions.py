@@ -26,6 +26,9 @@ any reconciler                          ``create``, ``patch`` on ``events.k8s.io
                                         (an EventRecorder writes and updates its series)
 ``leader_election``                     ``create`` Leases, ``get``, ``update`` of that one
                                         Lease, in the Lease's namespace
+``sharding``                            ``get``, ``list``, ``create``, ``update`` Leases in
+                                        their namespace (member Leases are named by each
+                                        replica's identity: no names to list)
 ``rbac=``                               what it says
 ======================================  ===================================================
 
@@ -397,11 +400,14 @@ def _permissions_for(
     *,
     namespace: str | None,
     lease: tuple[str | None, str] | None = None,
+    sharding: tuple[str | None] | None = None,
 ) -> Permissions:
     """The rules a manager with ``reconcilers`` needs (see the module documentation).
     ``namespace``: the manager's (``None``: cluster-wide); ``lease``: the Lease's
-    namespace (``None``: the operator's own) and name, with leader election. Raises
-    ``LookupError`` for a resource name that cannot be resolved without a server."""
+    namespace (``None``: the operator's own) and name, with leader election;
+    ``sharding``: the sharding Leases' namespace (``None``: the operator's own), when
+    sharded. Raises ``LookupError`` for a resource name that cannot be resolved
+    without a server."""
     grants = _Grants(namespace)
     for spec in reconcilers:
         owner, owner_sub = resolve_resource(spec.for_)
@@ -424,6 +430,9 @@ def _permissions_for(
         where: str | None = lease_namespace
         grants.add(_LEASES, "", ("create",), namespace=where)
         grants.add(_LEASES, "", ("get", "update"), (lease_name,), namespace=where)
+    if sharding is not None:
+        (sharding_namespace,) = sharding
+        grants.add(_LEASES, "", ("get", "list", "create", "update"), namespace=sharding_namespace)
     return grants.permissions()
 
 

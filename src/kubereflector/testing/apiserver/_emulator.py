@@ -26,7 +26,10 @@ from aiohttp import web
 
 from ...clock import Clock, RealClock
 from ...errors import ApiError, error_from_status
+from . import _conversion, _webhook_configs
+from ._admission import Admission
 from ._authorization import Authorization, Denial, RbacMode
+from ._conversion import Conversions
 from ._crd import install as install_crds
 from ._faults import Faults
 from ._handler import ApiHandler
@@ -39,6 +42,8 @@ from ._store import Store
 from ._tls import make_server_tls
 from ._users import Users
 from ._watch import Watches
+from ._webhook_client import WebhookCaller
+from ._writes import Writes
 
 __all__ = ["RANDOM_TOKEN", "ApiServerEmulator"]
 
@@ -100,6 +105,12 @@ class ApiServerEmulator:
             clock=self.clock, history_limit=history_limit, history_seconds=history_seconds
         )
         install_crds(self._store)
+        _webhook_configs.install(self._store)
+        self._caller = WebhookCaller(self.clock)
+        self._conversions = Conversions(self._caller)
+        _conversion.install(self._store, self._conversions)
+        self._admission = Admission(self._store, self._caller, self._conversions)
+        writes = Writes(self._store, self._admission, self._conversions)
         install_rbac(self._store)
         install_reviews(self._store)
         self._authorization = Authorization(self._store, rbac)
@@ -113,6 +124,8 @@ class ApiServerEmulator:
             faults=self._faults,
             bookmark_interval=bookmark_interval,
         )
+        self._watches.convert = self._conversions.convert
+        self._watches.converts = writes.converts
         self._handler = ApiHandler(
             store=self._store,
             faults=self._faults,
@@ -121,6 +134,7 @@ class ApiServerEmulator:
             authorization=self._authorization,
             server_address=lambda: f"{self._url_host()}:{self._port}",
             restart=self._bounce,
+            writes=writes,
         )
         self._ssl: ssl.SSLContext | None = None
         self._ca_pem: bytes | None = None
@@ -172,6 +186,7 @@ class ApiServerEmulator:
             return
         self._watches.drop(abrupt=False)
         await runner.cleanup()
+        await self._caller.close()
         self._web_server = None
         self._owner = None
         if self._tmpdir is not None:
@@ -301,6 +316,21 @@ class ApiServerEmulator:
         """The current global resourceVersion."""
         return str(self._store.rv)
 
+    @property
+    def sharded_list_watch(self) -> bool:
+        """Whether lists and watches honour KEP-5866's ``shardSelector`` and lists echo
+        it in ``metadata.shardInfo`` (the ``ShardedListAndWatch`` feature gate, alpha
+        in Kubernetes 1.36; on here by default). Set it to ``False`` to serve like an
+        older kube-apiserver, which ignores the parameter and sends every object; a
+        change applies to requests that come after it."""
+        return self._store.sharded_list_watch
+
+    @sharded_list_watch.setter
+    def sharded_list_watch(self, enabled: bool) -> None:
+        if not isinstance(enabled, bool):
+            raise TypeError(f"sharded_list_watch is a bool, not {type(enabled).__name__}")
+        self._store.sharded_list_watch = enabled
+
     def register_resource(
         self,
         group: str,
@@ -415,6 +445,20 @@ class ApiServerEmulator:
         except StatusError as exc:
             raise _api_error(exc) from None
         return copy_out(record)
+
+    # -- webhooks -----------------------------------------------------------------------------
+
+    def route_webhook_service(
+        self, namespace: str, name: str, url: str, *, port: int = 443
+    ) -> None:
+        """Call the webhooks whose ``clientConfig`` names the Service ``namespace/name``
+        (on ``port``) at ``url`` (``https://host:port``, the ``clientConfig``'s path
+        appended): the emulator has no cluster network, so a Service-backed webhook is
+        unreachable (its failure policy applies) until routed."""
+        self._check_thread()
+        if not url.startswith("https://"):
+            raise ValueError(f"webhooks are called over https, not at {url!r}")
+        self._caller.route_service(namespace, name, port, url)
 
     # -- users and RBAC ---------------------------------------------------------------------
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import collections
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 from aiohttp import web
 
 from ...errors import failure_status
+from ._admission import REQUEST_USER
 from ._authorization import Authorization
 from ._discovery import (
     AGGREGATED_V2,
@@ -42,6 +43,9 @@ from ._users import ADMIN, UserInfo, Users
 from ._verbs import require_verb, serve_collection, serve_object
 from ._watch import Watches
 
+if TYPE_CHECKING:
+    from ._writes import Writes
+
 __all__ = ["ApiHandler"]
 
 log = logging.getLogger("kubereflector.testing.apiserver")
@@ -57,7 +61,8 @@ class ApiHandler:
     health and version must carry one, unless ``users`` requires none);
     ``authorization``: the RBAC check of each authenticated request;
     ``server_address``: the ``host:port`` legacy discovery names; ``restart``: what
-    the admin endpoint's ``restart`` awaits (given the connection to keep)."""
+    the admin endpoint's ``restart`` awaits (given the connection to keep); ``writes``:
+    the write path with admission and conversion (``None``: the store's alone)."""
 
     def __init__(
         self,
@@ -69,8 +74,10 @@ class ApiHandler:
         authorization: Authorization,
         server_address: Callable[[], str],
         restart: Callable[[Any], Awaitable[None]],
+        writes: Writes | None = None,
     ) -> None:
         self.store = store
+        self.writes = writes
         self.faults = faults
         self.watches = watches
         self.users = users
@@ -248,7 +255,7 @@ class ApiHandler:
         bucket = self.store.by_gvr.get((group, version, rest[0]))
         if bucket is None:
             raise path_not_found()
-        info = bucket.info
+        info = self.store.view(bucket, version)  # the version asked for
         if namespace is not None and not info.namespaced:
             raise path_not_found()
         name = rest[1] if len(rest) >= 2 else None
@@ -266,7 +273,13 @@ class ApiHandler:
             watch = parse_bool("watch", params["watch"]) or watch
         if request.method == "GET" and watch:
             require_verb(info, "watch", "GET")
-            return await self.watches.serve(request, bucket, namespace, name)
+            return await self.watches.serve(request, bucket, namespace, name, info=info)
+        writes = self.writes
+        REQUEST_USER.set(user)  # admission's userInfo (this request's task only)
         if name is None:
-            return await serve_collection(self.store, request, bucket, namespace)
-        return await serve_object(self.store, request, bucket, namespace, name, subresource)
+            return await serve_collection(
+                self.store, request, bucket, namespace, writes=writes, info=info
+            )
+        return await serve_object(
+            self.store, request, bucket, namespace, name, subresource, writes=writes, info=info
+        )
