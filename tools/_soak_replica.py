@@ -1,8 +1,9 @@
 """One replica of examples/configmap_replicator.py for tools/soak.py, which samples
 itself: every ``--sample-every`` seconds it prints one line of JSON to stdout
 with its resident memory, asyncio tasks, threads, open file descriptors, the
-objects the garbage collector tracks, and each informer's counters (objects,
-queued, relists, watch restarts, stalls).
+objects the garbage collector tracks (and the most common types among them),
+the blocks Python's allocator has handed out, and each informer's counters
+(objects, queued, relists, watch restarts, stalls).
 
     python tools/_soak_replica.py --sample-every 60 -- <configmap_replicator.py's flags>
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import json
 import logging
@@ -50,13 +52,19 @@ def sample(manager: Manager, started: float) -> dict[str, Any]:
             "watch_restarts": stats.watch_restarts,
             "stalls": stats.stalls,
         }
+    objects = gc.get_objects()
+    types = collections.Counter(type(o).__name__ for o in objects)
     return {
         "seconds": round(time.monotonic() - started, 1),
         "rss_kib": rss_kib(),
         "tasks": len(asyncio.all_tasks()),
         "threads": threading.active_count(),
         "fds": len(os.listdir("/proc/self/fd")),
-        "gc_objects": len(gc.get_objects()),
+        "gc_objects": len(objects),
+        # Python's allocator's blocks in use: flat while RSS creeps up means the
+        # allocator's arenas, not objects kept alive.
+        "allocated_blocks": sys.getallocatedblocks(),
+        "types": dict(types.most_common(12)),
         "leader": manager.is_leader(),
         "informers": informers,
     }

@@ -48,6 +48,7 @@ import contextlib
 import dataclasses
 import faulthandler
 import json
+import logging
 import os
 import signal
 import statistics
@@ -473,6 +474,9 @@ def main(argv: list[str] | None = None) -> int:
         " so its watches must notice by themselves)",
     )
     parser.add_argument("--json", help="write the outcomes there")
+    parser.add_argument(
+        "--log", help="write the library's log there (INFO and up, the Reflector's DEBUG too)"
+    )
     args = parser.parse_args(argv)
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     unknown = sorted(set(args.scenarios) - set(SCENARIOS))
@@ -481,6 +485,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1 or args.rate <= 0 or args.parents < 1 or args.converge_within <= 0:
         parser.error("--rounds, --rate, --parents and --converge-within must be positive")
     server = Server(Path(args.apiserver_home))
+    if args.log:
+        logging.basicConfig(
+            filename=args.log,
+            level=logging.INFO,
+            format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        )
+        logging.getLogger("kubereflector.reflector").setLevel(logging.DEBUG)  # its cycles
     faulthandler.register(signal.SIGUSR2, all_threads=True)  # kill -USR2: its threads
     outcomes = asyncio.run(Chaos(args, server).run())
     text, ok = report(outcomes, args.converge_within)

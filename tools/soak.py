@@ -155,14 +155,15 @@ def table(replicas: list[Replica]) -> str:
         lines.append(f"\n{replica.name}")
         lines.append(
             f"{'minute':>7} {'RSS MiB':>8} {'tasks':>6} {'threads':>7} {'fds':>5} "
-            f"{'objects':>8} {'gc objects':>10} {'relists':>7}  leader"
+            f"{'objects':>8} {'gc objects':>10} {'blocks':>8} {'relists':>7}  leader"
         )
         for s in replica.samples:
             relists = sum(i["relists"] for i in s["informers"].values())
             lines.append(
                 f"{s['seconds'] / 60:7.1f} {s['rss_kib'] / 1024:8.1f} {s['tasks']:6d} "
                 f"{s['threads']:7d} {s['fds']:5d} {_informer_objects(s):8d} "
-                f"{s['gc_objects']:10d} {relists:7d}  {'yes' if s['leader'] else ''}"
+                f"{s['gc_objects']:10d} {s.get('allocated_blocks', 0):8d} {relists:7d}"
+                f"  {'yes' if s['leader'] else ''}"
             )
     return "\n".join(lines)
 
