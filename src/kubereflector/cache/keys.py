@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeAlias, cast, overload
 
 from typing_extensions import TypeVar
 
+from .._compiled import mypyc_attr
 from .compact import CompactMetadata, CompactObject, _compact_identity, _compact_resource_version
 
 __all__ = [
@@ -73,10 +74,12 @@ KeyFunc = Callable[[Any], str]
 """Maps an object to its store key. Must be deterministic and thread-safe."""
 
 
+@mypyc_attr(native_class=False)
 class KeyFuncError(ValueError):
     """A key could not be computed for an object (it lacks the field named in the message)."""
 
 
+@mypyc_attr(native_class=False)
 class ExplicitKey(str):
     """A string that is its own key: key funcs return it unchanged."""
 
@@ -86,6 +89,7 @@ class ExplicitKey(str):
 # Not slots=True: a frozen dataclass recreated with slots cannot be instantiated
 # through its generic alias (``DeletedFinalStateUnknown[Pod](key, pod)`` raises
 # TypeError on Python 3.10 and 3.11). Tombstones are rare; the __dict__ costs nothing.
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True)
 class DeletedFinalStateUnknown(Generic[T_co]):
     """Tombstone for an object whose delete was missed (seen only through a relist).

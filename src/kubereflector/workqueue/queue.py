@@ -33,6 +33,7 @@ from .._aio.wakeup import (
     pop_blocking_thread,
     pop_nowait,
 )
+from .._compiled import caused_by, mypyc_attr
 from ..clock import Clock, RealClock
 from .metrics import MetricsProvider, _queue_metrics
 
@@ -41,6 +42,7 @@ __all__ = ["NotProcessingError", "QueueEmpty", "QueueShutDown", "WorkQueue"]
 T = TypeVar("T", bound=Hashable)
 
 
+@mypyc_attr(native_class=False)
 class QueueShutDown(QueueClosed):
     """The work queue was shut down and holds nothing more to hand out.
 
@@ -49,6 +51,7 @@ class QueueShutDown(QueueClosed):
     """
 
 
+@mypyc_attr(native_class=False)
 class NotProcessingError(ValueError):
     """``done(item)`` for an item that no worker was handed (or that is done already)."""
 
@@ -57,6 +60,7 @@ def _nothing(_: None) -> None:
     return None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WorkQueue(Generic[T]):
     """client-go's work queue (``TypedInterface``) with priorities.
 
@@ -299,10 +303,13 @@ class WorkQueue(Generic[T]):
             try:
                 self._processing.remove(item)
             except KeyError:
-                raise NotProcessingError(
-                    f"done({item!r}) on {self._describe()}: that item is not being processed "
-                    "(done twice, or never handed out)"
-                ) from None
+                raise caused_by(  # noqa: B904 (the cause is set: mypyc drops `from`)
+                    NotProcessingError(
+                        f"done({item!r}) on {self._describe()}: that item is not being processed "
+                        "(done twice, or never handed out)"
+                    ),
+                    None,
+                )
             if self._metrics is not None:
                 self._metrics.done(item)
             if self._readd:
