@@ -25,7 +25,9 @@ import griffe
 
 import kubereflector
 
-SRC = Path(kubereflector.__file__).resolve().parents[1]
+# The source tree, which the reference is generated from (the installed package may be
+# the compiled form, whose extension modules griffe could only inspect, not read).
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def public_modules() -> Iterator[types.ModuleType]:
