@@ -4,9 +4,11 @@ and what the compiled modules' source needs to compile.
 The package installs as pure Python by default; ``KUBEREFLECTOR_MYPYC=1 pip install .``
 builds the compiled form, in which a few per-event modules (listed in ``pyproject.toml``
 under ``[tool.hatch.build.targets.wheel.hooks.custom]``) are C extensions built by mypyc
-from the same source, beside their ``.py`` files. Both forms behave the same.
-:func:`compiled_modules` says which modules of the installed package are compiled;
-``kubereflector.__compiled__`` holds its answer.
+from the same source, beside their ``.py`` files. Both forms behave the same, but for
+one thing: mypyc drops docstrings, so ``help()`` shows none for what the compiled modules
+define (mypyc/mypyc#437; the documentation, IDEs and type checkers read the ``.py``
+files). :func:`compiled_modules` says which modules of the installed package are
+compiled; ``kubereflector.__compiled__`` holds its answer.
 
 mypyc compiles a subset of Python, and two of its gaps are silent (the compiled code
 runs, and differs); a compiled module's source keeps to what compiles the same (held by

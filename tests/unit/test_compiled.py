@@ -166,6 +166,11 @@ def violations(source: str, public: set[str]) -> list[str]:
                     "one: it belongs in a module that is not compiled)"
                 )
             bases = {ast.unparse(base).partition("[")[0].rpartition(".")[2] for base in node.bases}
+            if "dataclass" in decorators and "Generic" in bases:
+                found.append(
+                    f"{where}: generic dataclass {node.name} (compiled, it cannot be "
+                    f"subscripted: {node.name}[X] raises TypeError)"
+                )
             if (
                 node.name in public
                 and "mypyc_attr" not in decorators
@@ -212,6 +217,11 @@ class Proto(Protocol):
     pass
 
 
+@dataclass
+class Box(Generic[T]):
+    item: T
+
+
 async def f(x):
     try:
         await x
@@ -223,11 +233,12 @@ async def f(x):
         pass
 """
     found = violations(bad, {"Public", "Proto"})
-    assert len(found) == 5, found
+    assert len(found) == 6, found
     text = "\n".join(found)
     for expected in (
         "public class Public",
         "runtime-checkable protocol Proto",
+        "generic dataclass Box",
         "`raise ... from ...`",
         "awaits in an `except` or `finally`",
         "`async with`",
