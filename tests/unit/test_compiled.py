@@ -36,6 +36,8 @@ HOOK = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["too
 MODULES: list[str] = HOOK["mypyc-modules"]
 EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
+TRY_NODES = (ast.Try, ast.TryStar) if sys.version_info >= (3, 11) else (ast.Try,)
+
 # Bases that make a class a Python class under mypyc whatever it is told (and so
 # subclassable as before): mypyc compiles only plain classes natively.
 IMPLICITLY_PYTHON = {"NamedTuple", "Enum", "Protocol", "Struct"}
@@ -150,7 +152,7 @@ def violations(source: str, public: set[str]) -> list[str]:
             found.append(f"{where}: `raise ... from ...` (mypyc drops `from`): use caused_by")
         elif isinstance(node, ast.AsyncWith):
             found.append(f"{where}: `async with` (its exit awaits while an exception is handled)")
-        elif isinstance(node, ast.Try | ast.TryStar):
+        elif isinstance(node, TRY_NODES):
             handling = [stmt for handler in node.handlers for stmt in handler.body]
             found.extend(
                 f"line {inner.lineno}: awaits in an `except` or `finally` (mypyc loses the "
