@@ -17,7 +17,7 @@ from .resource import (
     PropagationPolicy,
     ResourceClient,
 )
-from .rest import Client, JsonValue, RequestMetrics
+from .rest import Client, JsonValue, RequestMetrics, WriteObserver
 from .retry import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRY,
@@ -56,6 +56,7 @@ __all__ = [
     "SyncResourceClient",
     "TokenFileAuth",
     "UnknownResourceError",
+    "WriteObserver",
     "in_cluster_config",
     "load_config",
     "retry_on_conflict",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -26,6 +27,8 @@ from .paths import validate_name, validate_namespace
 
 if TYPE_CHECKING:
     from .rest import Client
+
+logger = logging.getLogger("kubereflector.client.resource")
 
 __all__ = [
     "APPLY_PATCH_CONTENT_TYPE",
@@ -203,8 +206,12 @@ class ResourceClient:
         :class:`~kubereflector.AlreadyExistsError` if the name is taken."""
         info = await self._supporting("create")
         body = _body(info, obj)
-        path = info.api_path(self._namespace_of(info, body, "create"))
-        return await self.client.create(path, body, params=_write_params(dry_run, field_manager))
+        namespace = self._namespace_of(info, body, "create")
+        path = info.api_path(namespace)
+        result = await self.client.create(path, body, params=_write_params(dry_run, field_manager))
+        if not dry_run:
+            self._written(info, "create", namespace, _name_of(result), result)
+        return result
 
     async def update(
         self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
@@ -236,10 +243,12 @@ class ResourceClient:
     ) -> dict[str, Any]:
         info = await (self.resource_info() if subresource else self._supporting("update"))
         body = _body(info, obj)
-        path = info.object_path(
-            self._namespace_of(info, body, "update"), _name_of(body), subresource
-        )
-        return await self.client.update(path, body, params=_write_params(dry_run, field_manager))
+        namespace, name = self._namespace_of(info, body, "update"), _name_of(body)
+        path = info.object_path(namespace, name, subresource)
+        result = await self.client.update(path, body, params=_write_params(dry_run, field_manager))
+        if not dry_run:
+            self._written(info, "update", namespace, name, result)
+        return result
 
     async def patch(
         self,
@@ -264,9 +273,12 @@ class ResourceClient:
             raise ValueError(f"type must be one of {', '.join(PATCH_CONTENT_TYPES)}, not {type!r}")
         info = await (self.resource_info() if subresource else self._supporting("patch"))
         path = info.object_path(self.namespace, name, subresource)
-        return await self.client.patch(
+        result = await self.client.patch(
             path, patch, content_type=content_type, params=_write_params(dry_run, field_manager)
         )
+        if not dry_run:
+            self._written(info, "patch", self.namespace, name, result)
+        return result
 
     async def apply(
         self,
@@ -291,15 +303,17 @@ class ResourceClient:
             raise ValueError("apply needs a field_manager (a non-empty string)")
         info = await (self.resource_info() if subresource else self._supporting("patch"))
         body = _body(info, obj)
-        path = info.object_path(
-            self._namespace_of(info, body, "apply"), _name_of(body), subresource
-        )
+        namespace, name = self._namespace_of(info, body, "apply"), _name_of(body)
+        path = info.object_path(namespace, name, subresource)
         params = _write_params(dry_run, field_manager)
         if force:
             params["force"] = True
-        return await self.client.patch(
+        result = await self.client.patch(
             path, body, content_type=APPLY_PATCH_CONTENT_TYPE, params=params
         )
+        if not dry_run:
+            self._written(info, "apply", namespace, name, result)
+        return result
 
     async def delete(
         self,
@@ -329,9 +343,23 @@ class ResourceClient:
             options["preconditions"] = dict(preconditions)
         if dry_run:
             options["dryRun"] = ["All"]
-        return await self.client.delete(path, body=options)
+        result = await self.client.delete(path, body=options)
+        if not dry_run:
+            self._written(info, "delete", self.namespace, name, result)
+        return result
 
     # -- helpers --------------------------------------------------------------------
+
+    def _written(
+        self, info: ResourceInfo, verb: str, namespace: str | None, name: str, result: Any
+    ) -> None:
+        """Tell the Client's write observers (see ``Client.write_observers``)."""
+        observers = getattr(self.client, "write_observers", None)
+        if not observers or not isinstance(result, Mapping):
+            return
+        where = namespace if info.namespaced else None
+        for observer in tuple(observers):
+            _tell(observer, info, verb, where, name, result)
 
     def _namespace_of(self, info: ResourceInfo, body: Mapping[str, Any], verb: str) -> str | None:
         """Where ``body`` is written: the client's namespace, else the object's."""
@@ -359,6 +387,16 @@ class ResourceClient:
     def __repr__(self) -> str:
         where = f", namespace={self.namespace!r}" if self.namespace else ""
         return f"ResourceClient({self._name}{where})"
+
+
+def _tell(
+    observer: Any, info: ResourceInfo, verb: str, namespace: str | None, name: str, result: Any
+) -> None:
+    """One write observer told of one write; what it raises is logged, not raised."""
+    try:
+        observer.written(info, verb, namespace, name, result)
+    except Exception:
+        logger.exception("a write observer failed on the %s of %s", verb, name)
 
 
 def _body(info: ResourceInfo, obj: KubeObject) -> dict[str, Any]:

@@ -210,6 +210,25 @@ class RequestMetrics(Protocol):
         came), the server's ``host`` and the ``seconds`` until the answer's headers."""
 
 
+class WriteObserver(Protocol):
+    """Told of each write (create, update, patch, apply, delete; dry runs excepted) a
+    :class:`~kubereflector.client.ResourceClient` made and the server accepted: the
+    resource, the verb, the object's namespace (``None`` for a cluster-scoped
+    resource) and name, and the server's answer (the object, or a ``Status`` for some
+    deletes). Called on the Client's event loop before the write returns: it must be
+    quick and must not raise."""
+
+    def written(
+        self,
+        resource: ResourceInfo,
+        verb: str,
+        namespace: str | None,
+        name: str,
+        result: Mapping[str, Any],
+    ) -> None:
+        """A write the server accepted (see the class documentation)."""
+
+
 class _Transport:
     """One aiohttp session, for one client certificate, and its requests in flight."""
 
@@ -311,6 +330,10 @@ class Client:
         self._discovery: Discovery | None = None
         self.request_metrics: RequestMetrics | None = None
         """Where each request is reported (``None``: nowhere); set it at any time."""
+        self.write_observers: list[WriteObserver] = []
+        """Told of each write the server accepted through this Client's
+        :class:`~kubereflector.client.ResourceClient` s (a Manager's read-your-own-writes
+        ledger); add and remove at any time."""
 
     # -- lifecycle --------------------------------------------------------------
 
