@@ -15,7 +15,10 @@ informer event handler that adds the requests to a queue:
   whose owner or mapping changed notifies both sides);
 * a delete queues the requests of the last known state (a tombstone's).
 
-Predicates filter before mapping. The handler's methods are coroutine
+Predicates filter before mapping. With an ``echoes`` filter (a controller under a
+Manager), an event that echoes a write made by the reconcile of one of the requests it
+maps to does not queue that request (see
+:mod:`kubereflector.runtime.read_your_writes`). The handler's methods are coroutine
 functions that never suspend: the informer runs them on its event loop, in
 order, without a thread hop. Mappers and predicates therefore run on the loop:
 they must be quick and must not block.
@@ -37,6 +40,7 @@ from .predicates import Predicate
 from .reconcile import Request
 
 __all__ = [
+    "EchoFilter",
     "EnqueueRequestsHandler",
     "Mapper",
     "RequestQueue",
@@ -47,6 +51,15 @@ __all__ = [
 Mapper = Callable[[Any], Iterable[Request]]
 """Maps a watched object to the requests to reconcile (a tombstone's last known
 state for deletes; may be ``None`` when nothing was known)."""
+
+
+class EchoFilter(Protocol):
+    """Which request an event is an echo for: ``writer(obj, deleted)`` returns the
+    request whose reconcile wrote ``obj`` at its resourceVersion (deleted it, with
+    ``deleted``), or ``None``. Called on the informer's loop; quick."""
+
+    def writer(self, obj: Any, deleted: bool) -> Request | None:
+        """The request not to queue for this event, or ``None``."""
 
 
 class RequestQueue(Protocol):
@@ -132,26 +145,34 @@ def _last_state(obj: Any) -> Any:
 
 class EnqueueRequestsHandler:
     """An informer event handler adding ``mapper``'s requests to ``queue``, after
-    ``predicate`` (see the module documentation for priorities). ``for_object``:
-    the mapper is :func:`enqueue_object`, which also maps tombstones by key."""
+    ``predicate`` (see the module documentation for priorities and ``echoes``). The
+    mapper is :func:`enqueue_object` for a controller's own resource, which also
+    maps tombstones by key."""
 
-    __slots__ = ("_for_object", "_mapper", "_predicate", "_queue")
+    __slots__ = ("_echoes", "_for_object", "_mapper", "_predicate", "_queue")
 
     def __init__(
-        self, queue: RequestQueue, mapper: Mapper, predicate: Predicate | None = None
+        self,
+        queue: RequestQueue,
+        mapper: Mapper,
+        predicate: Predicate | None = None,
+        *,
+        echoes: EchoFilter | None = None,
     ) -> None:
         self._queue = queue
         self._mapper = mapper
         self._predicate = predicate
         self._for_object = mapper is enqueue_object
+        self._echoes = echoes
 
-    def _add(self, requests: Iterable[Any], priority: int) -> None:
+    def _add(self, requests: Iterable[Any], priority: int, skip: Request | None = None) -> None:
         add = self._queue.add
         for request in requests:
             if type(request) is not Request:
                 namespace, name = request  # a (namespace, name) pair; "" or None: none
                 request = Request(namespace or "", name)
-            add(request, priority=priority)
+            if request != skip:
+                add(request, priority=priority)
 
     async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         """Queue the mapper's requests for ``obj`` if the predicate's ``create`` passes (at low
@@ -159,7 +180,11 @@ class EnqueueRequestsHandler:
         predicate = self._predicate
         if predicate is not None and not predicate.create(obj):
             return
-        self._add(self._mapper(obj), LOW_PRIORITY if is_in_initial_list else 0)
+        if is_in_initial_list:
+            self._add(self._mapper(obj), LOW_PRIORITY)
+            return
+        echoes = self._echoes
+        self._add(self._mapper(obj), 0, None if echoes is None else echoes.writer(obj, False))
 
     async def on_update(self, old: Any, new: Any) -> None:
         """Queue the mapper's requests for ``old`` and ``new`` if the predicate's ``update``
@@ -167,14 +192,17 @@ class EnqueueRequestsHandler:
         predicate = self._predicate
         if predicate is not None and not predicate.update(old, new):
             return
-        priority = LOW_PRIORITY if get_resource_version(old) == get_resource_version(new) else 0
+        new_rv = get_resource_version(new)
+        priority = LOW_PRIORITY if get_resource_version(old) == new_rv else 0
+        echoes = self._echoes
+        skip = None if echoes is None or priority else echoes.writer(new, False)
         mapper = self._mapper
         if self._for_object:
-            self._add(mapper(new), priority)
+            self._add(mapper(new), priority, skip)
             return
         requests = dict.fromkeys(mapper(old))
         requests.update(dict.fromkeys(mapper(new)))
-        self._add(requests, priority)
+        self._add(requests, priority, skip)
 
     async def on_delete(self, obj: Any) -> None:
         """Queue the mapper's requests for the deleted object (its last known state, for a
@@ -182,7 +210,9 @@ class EnqueueRequestsHandler:
         predicate = self._predicate
         if predicate is not None and not predicate.delete(obj):
             return
-        self._add(self._mapper(obj if self._for_object else _last_state(obj)), 0)
+        echoes = self._echoes
+        skip = None if echoes is None else echoes.writer(obj, True)
+        self._add(self._mapper(obj if self._for_object else _last_state(obj)), 0, skip)
 
     def __repr__(self) -> str:
         name = getattr(self._mapper, "__name__", repr(self._mapper))

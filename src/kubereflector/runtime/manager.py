@@ -36,6 +36,13 @@ What :meth:`Manager.run` does, in order:
 :meth:`Manager.add` adds a :class:`~kubereflector.runtime.Runnable` beside the
 controllers: it runs from the start (a webhook server, which every replica
 serves), or, with ``leader_only=True``, only while this replica leads.
+
+Writes made through :attr:`Manager.client` are remembered, so that the manager's
+cache reads do not miss them and its controllers do not reconcile again for their
+echoes: see :mod:`kubereflector.runtime.read_your_writes`.
+:meth:`Manager.event_recorder` gives an
+:class:`~kubereflector.client.EventRecorder` to use from coroutine and plain-function
+reconcilers alike, made whenever convenient (before the manager runs too).
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ from .._aio.loop_thread import LoopThread, call_in_loop
 from .._aio.signals import LoopStopSignals, ThreadStopSignals
 from .._aio.timeout import within
 from ..client.config import ClientConfig
+from ..client.events import EventRecorder
 from ..client.rest import Client
 from ..clock import Clock, RealClock
 from ..factory import SharedInformerFactory
@@ -69,8 +77,9 @@ from ..leaderelection import (
 from ..metrics import Metrics, MetricsServer
 from .controller import Controller
 from .handlers import Mapper
-from .options import ControllerOptions, _checked_options
+from .options import ControllerOptions, InformerOptions, _checked_informers, _checked_options
 from .predicates import Predicate
+from .read_your_writes import OwnWrites, ReadYourWritesLister
 from .reconcile import ReconcileFunc, Request
 from .runnable import Runnable
 
@@ -179,6 +188,16 @@ class Manager:
     ``clock`` drives leader election, requeues and the shutdown timeout;
     ``metrics``: where metrics go (default: a registry of the manager's own).
 
+    ``informers``: how the informers list and watch
+    (:class:`~kubereflector.runtime.InformerOptions`: the
+    :class:`~kubereflector.SharedInformerFactory`'s arguments).
+    ``read_your_writes_timeout``: how long the cache may take to see a write of
+    :attr:`client` before reads say they are stale (seconds; ``None``: writes are
+    not remembered; see :mod:`kubereflector.runtime.read_your_writes`).
+    ``stale_watch_threshold``: ``/readyz`` fails while an informer has not heard
+    from the API server for longer (seconds; ``None``: no such check; a healthy
+    watch hears at least every ``ReflectorOptions.idle_timeout``, 90 s by default).
+
     Two ways to run, told apart by their types: ``await manager.run()`` (a
     coroutine: mypy flags a call that is not awaited) on your event loop, or
     ``manager.run_sync()`` (blocks; the manager runs its event loop on a
@@ -201,6 +220,9 @@ class Manager:
         bind_address: str = "0.0.0.0",
         clock: Clock | None = None,
         metrics: Metrics | None = None,
+        informers: InformerOptions | None = None,
+        read_your_writes_timeout: float | None = 10.0,
+        stale_watch_threshold: float | None = 300.0,
     ) -> None:
         if isinstance(config_or_client, ClientConfig):
             self._client = Client(config_or_client)
@@ -223,6 +245,10 @@ class Manager:
             raise ValueError(
                 f"graceful_shutdown_timeout must be >= 0 (got {graceful_shutdown_timeout})"
             )
+        if stale_watch_threshold is not None and not stale_watch_threshold > 0:
+            raise ValueError(
+                f"stale_watch_threshold must be > 0 seconds or None (got {stale_watch_threshold})"
+            )
         self._namespace = namespace or None
         self._leader_election = leader_election
         self._metrics_port = metrics_port
@@ -234,12 +260,27 @@ class Manager:
         """The manager's :class:`~kubereflector.metrics.Metrics` (served at ``/metrics``)."""
         if getattr(self._client, "request_metrics", False) is None:
             self._client.request_metrics = self.metrics.rest_client()
-        self._factory = SharedInformerFactory(self._client, namespace=self._namespace)
+        self._factory = SharedInformerFactory(
+            self._client, namespace=self._namespace, **_checked_informers(informers).as_kwargs()
+        )
         self.metrics.add_informers(self._factory.informers)
+        self._own_writes: OwnWrites | None = None
+        if read_your_writes_timeout is not None:
+            self._own_writes = OwnWrites(
+                self._informer_of,
+                namespace=self._namespace,
+                timeout=read_your_writes_timeout,
+                clock=self._clock,
+            )
+        self._listers: dict[int, ReadYourWritesLister] = {}
+        self._recorders: dict[str, EventRecorder] = {}
+        self._stale_watch_threshold = stale_watch_threshold
         self._specs: list[_Spec] = []
         self._runnables: list[tuple[Runnable, bool]] = []
         self._healthz: dict[str, Callable[[], bool]] = {"ping": lambda: True}
         self._readyz: dict[str, Callable[[], bool]] = {"informers": self._informers_synced}
+        if stale_watch_threshold is not None:
+            self._readyz["watches"] = self._watches_alive
         self._lock = threading.Lock()
         self._state = _State.NEW
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -318,8 +359,48 @@ class Manager:
         return self._factory.informer_for(resource)
 
     def lister_for(self, resource: str | ResourceInfo) -> Lister:
-        """The lister over the shared cache of ``resource``: what reconcilers read."""
-        return self._factory.lister_for(resource)
+        """The lister over the shared cache of ``resource``: what reconcilers read.
+        Inside a reconcile its reads do not miss what that reconcile's request wrote
+        through :attr:`client` (see :mod:`kubereflector.runtime.read_your_writes`;
+        ``informer_for(resource).lister`` reads the cache as it is)."""
+        informer = self._factory.informer_for(resource)
+        ledger = self._own_writes
+        if ledger is None:
+            return informer.lister
+        with self._lock:
+            lister = self._listers.get(id(informer))
+            if lister is None:
+                lister = self._listers[id(informer)] = ReadYourWritesLister(informer, ledger)
+        return lister
+
+    @property
+    def own_writes(self) -> OwnWrites | None:
+        """The read-your-own-writes ledger of :attr:`client`'s writes (``None`` when
+        made with ``read_your_writes=False``): its counters say what it cost."""
+        return self._own_writes
+
+    def event_recorder(self, name: str) -> EventRecorder:
+        """The :class:`~kubereflector.client.EventRecorder` reporting as ``name`` (its
+        ``reportingController``; one per name, controller-runtime's
+        ``GetEventRecorderFor``). Make it at any time, on any thread, before the
+        manager runs too; record from coroutine and plain-function reconcilers and
+        any thread: it sends from the manager's event loop once the manager is
+        entered or runs (what is recorded before waits), and the manager flushes it
+        (within ``graceful_shutdown_timeout``) when it stops."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("an event recorder needs a name (its reportingController)")
+        with self._lock:
+            recorder = self._recorders.get(name)
+            if recorder is None:
+                recorder = EventRecorder._bound_later(self._client, name, clock=self._clock)
+                self._recorders[name] = recorder
+                if self._loop is not None:
+                    recorder._bind(self._loop)
+        return recorder
+
+    def _informer_of(self, resource: ResourceInfo) -> SharedIndexInformer | None:
+        """The manager's informer of ``resource``, if it made one (for the ledger)."""
+        return self._factory.informers().get(resource.qualified_name)
 
     @property
     def metrics_url(self) -> str | None:
@@ -358,6 +439,21 @@ class Manager:
     def _informers_synced(self) -> bool:
         informers = self._factory.informers().values()
         return self._state is _State.RUNNING and all(i.has_synced() for i in informers)
+
+    def _watches_alive(self) -> bool:
+        """Whether every informer heard from the API server within the threshold."""
+        threshold = self._stale_watch_threshold
+        assert threshold is not None
+        for name, informer in self._factory.informers().items():
+            silence = informer.stats().watch_silence
+            if silence is not None and silence > threshold:
+                logger.warning(
+                    "readyz: the informer of %s has not heard from the API server for %.0fs",
+                    name,
+                    silence,
+                )
+                return False
+        return True
 
     def _check_new(self, what: str) -> None:
         if self._state in (_State.RUNNING, _State.STOPPED):
@@ -509,6 +605,12 @@ class Manager:
             self._finished = asyncio.Event()
             if self._stop_requested:
                 self._stop_event.set()
+            recorders = list(self._recorders.values())
+        for recorder in recorders:
+            recorder._bind(loop)
+        observers = getattr(self._client, "write_observers", None)
+        if self._own_writes is not None and isinstance(observers, list):
+            observers.append(self._own_writes)
         try:
             await self._factory.__aenter__()
         except BaseException:
@@ -521,10 +623,28 @@ class Manager:
             await self._finished.wait()  # run() in another task: let it finish first
         self._state = _State.STOPPED
         try:
+            await self._flush_recorders()
+            observers = getattr(self._client, "write_observers", None)
+            if isinstance(observers, list) and self._own_writes in observers:
+                observers.remove(self._own_writes)
             await self._factory.shutdown()
         finally:
             if self._owns_client:
                 await self._client.close()
+
+    async def _flush_recorders(self) -> None:
+        with self._lock:
+            recorders = list(self._recorders.values())
+        for recorder in recorders:
+            await self._flush(recorder)
+
+    async def _flush(self, recorder: EventRecorder) -> None:
+        try:
+            await within(self._clock, self._graceful_timeout, recorder.flush())
+        except TimeoutError:
+            logger.warning("events of %s not sent within the shutdown timeout", recorder)
+        except Exception as err:  # a closed loop, a broken client: nothing to wait for
+            logger.debug("could not flush %s: %s", recorder, err)
 
     async def run(self, *, handle_signals: bool = True) -> None:
         """Run until stopped (see the module documentation for the steps).
@@ -679,6 +799,7 @@ class Manager:
                 name=spec.name,
                 clock=self._clock,
                 metrics=self.metrics,
+                own_writes=self._own_writes,
             )
 
         return make
