@@ -424,15 +424,7 @@ class Controller:
             queue.forget(request)
             return
         except _ReconcileTimeout:
-            metrics.timed_out()
             metrics.reconciled(_RESULT_ERROR, time.perf_counter() - started)
-            logger.warning(
-                "controller %s: reconcile of %s timed out after %gs (%s; retried after backoff)",
-                self._name,
-                request,
-                self._options.reconcile_timeout,
-                "cancelled" if self._is_coroutine else "its result dropped",
-            )
             queue.add_rate_limited(request, priority=priority)
             return
         except (ConflictError, StaleReadError) as err:
@@ -504,6 +496,14 @@ class Controller:
             timer.cancel()
         if work.done():
             return work.result()
+        self._metrics.timed_out()  # now, not once a thread that overran gives up
+        logger.warning(
+            "controller %s: reconcile of %s timed out after %gs (%s; retried after backoff)",
+            self._name,
+            request,
+            timeout,
+            "cancelled" if self._is_coroutine else "its result will be dropped",
+        )
         if self._is_coroutine:
             work.cancel()
         # A thread cannot be interrupted: wait for it (one worker per request), then

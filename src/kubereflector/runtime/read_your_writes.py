@@ -381,12 +381,15 @@ class OwnWrites:
             del self._by_request[(controller, request)]
         return pending
 
-    def _give_up_locked(self, pending: Iterable[tuple[_Tracked, _Write]]) -> str:
-        """Stop waiting for ``pending`` (marked observed); what they were, for a log."""
+    def _describe_locked(
+        self, pending: Iterable[tuple[_Tracked, _Write]], *, give_up: bool
+    ) -> str:
+        """What ``pending`` are, for a log; with ``give_up``, no longer waited for."""
         self.stale += 1
         names = []
         for tracked, write in pending:
-            write.observed = True
+            if give_up:
+                write.observed = True
             names.append(f"{tracked.name} {write.key} (resourceVersion {write.rv or 'deleted'})")
         return ", ".join(names)
 
@@ -415,7 +418,7 @@ class OwnWrites:
                     if not pending:
                         return None
                     if timer.done():
-                        return self._give_up_locked(pending)
+                        return self._describe_locked(pending, give_up=True)
                     self._waiters.append((loop, future))
                 await asyncio.wait({future, timer}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -450,7 +453,9 @@ class OwnWrites:
     def _stale_message(
         self, request: Request, pending: list[tuple[_Tracked, _Write]], *, waited: bool
     ) -> str:
-        what = self._give_up_locked(pending)
+        # A read that waited in vain gives them up (the next reconcile does not wait
+        # again); one that could not wait leaves them to the retry's wait.
+        what = self._describe_locked(pending, give_up=waited)
         how = (
             f"within {self.timeout:g}s"
             if waited
