@@ -53,7 +53,11 @@ GROUP = "samplecontroller.k8s.io"
 FOO_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"foos.{GROUP}"},
+    "metadata": {
+        "name": f"foos.{GROUP}",
+        # as sample-controller's artifacts/examples/crd.yaml: *.k8s.io groups are protected
+        "annotations": {"api-approved.kubernetes.io": "unapproved, experimental-only"},
+    },
     "spec": {
         "group": GROUP,
         "scope": "Namespaced",
