@@ -129,23 +129,35 @@ class _ReconcileTimeout(Exception):
 
 
 class _Echoes:
-    """Tells a handler which request not to queue for an event: the request whose
-    reconcile in this controller made the write the event echoes."""
+    """A controller's :class:`~kubereflector.runtime.EchoFilter` for one watched informer:
+    an event that echoes a write made by the reconcile of the request it maps to does
+    not queue that request. While that request's reconcile runs, its writes may not be
+    recorded yet (a watch event can come before the write's answer): the event is kept
+    and decided when the reconcile ends."""
 
     __slots__ = ("_controller", "_informer", "_ledger", "skipped")
 
-    def __init__(self, ledger: OwnWrites, informer: SharedIndexInformer, controller: str) -> None:
+    def __init__(
+        self, ledger: OwnWrites, informer: SharedIndexInformer, controller: Controller
+    ) -> None:
         self._ledger = ledger
         self._informer = informer
         self._controller = controller
         self.skipped = 0
 
-    def writer(self, obj: Any, deleted: bool) -> Request | None:
+    def admit(self, request: Request, obj: Any, deleted: bool, priority: int) -> bool:
+        kept = self._controller._reconciling.get(request)
+        if kept is not None:  # in flight: queued again (or not) when it ends
+            kept.append((self, obj, deleted, priority))
+            return False
+        return not self.is_echo(request, obj, deleted)
+
+    def is_echo(self, request: Request, obj: Any, deleted: bool) -> bool:
         found = self._ledger.writer_of(self._informer, obj, deleted=deleted)
-        if found is None or found[0] != self._controller:
-            return None
+        if found is None or found != (self._controller._name, request):
+            return False
         self.skipped += 1
-        return found[1]
+        return True
 
 
 class Controller:
@@ -217,6 +229,9 @@ class Controller:
         self._options = options
         self._own_writes = own_writes
         self._echoes: list[_Echoes] = []
+        # The requests being reconciled, and the live events that mapped to them meanwhile
+        # (decided when the reconcile ends; see _Echoes).
+        self._reconciling: dict[Request, list[tuple[_Echoes, Any, bool, int]]] = {}
         self._workers = options.max_concurrent_reconciles
         self._clock: Clock = clock if clock is not None else RealClock()
         self._metrics: ControllerMetrics | _NoMetrics = (
@@ -289,7 +304,7 @@ class Controller:
             for informer, mapper, predicate in self._watches:
                 echoes = None
                 if self._own_writes is not None and not self._options.requeue_on_own_writes:
-                    echoes = _Echoes(self._own_writes, informer, self._name)
+                    echoes = _Echoes(self._own_writes, informer, self)
                     self._echoes.append(echoes)
                 handler = EnqueueRequestsHandler(self._queue, mapper, predicate, echoes=echoes)
                 registrations.append(informer.add_event_handler(handler))
@@ -405,6 +420,8 @@ class Controller:
         self._in_flight += 1
         started = time.perf_counter()
         token = reconciling.set(ReconcileContext(self._name, request, priority))
+        if self._echoes:
+            self._reconciling[request] = []
         try:
             result = await self._call(request)
             if result is None:
@@ -454,6 +471,8 @@ class Controller:
             return
         finally:
             reconciling.reset(token)
+            if self._echoes:
+                self._events_meanwhile(request)
             self._in_flight -= 1
             metrics.worker_finished()
         seconds = time.perf_counter() - started
@@ -470,6 +489,13 @@ class Controller:
             queue.forget(request)
             queue.add_after(request, after, priority=priority)
             metrics.reconciled(_RESULT_REQUEUE_AFTER, seconds)
+
+    def _events_meanwhile(self, request: Request) -> None:
+        """Queue ``request`` again for the events that came while it was reconciled,
+        but those echoing its own writes (recorded by now)."""
+        for echoes, obj, deleted, priority in self._reconciling.pop(request, ()):
+            if not echoes.is_echo(request, obj, deleted):
+                self._queue.add(request, priority=priority)  # processing: queued after done
 
     async def _call(self, request: Request) -> object:
         """Run the reconciler (in the reconcile's context); ``_ReconcileTimeout`` when

@@ -54,12 +54,13 @@ state for deletes; may be ``None`` when nothing was known)."""
 
 
 class EchoFilter(Protocol):
-    """Which request an event is an echo for: ``writer(obj, deleted)`` returns the
-    request whose reconcile wrote ``obj`` at its resourceVersion (deleted it, with
-    ``deleted``), or ``None``. Called on the informer's loop; quick."""
+    """Decides whether a live event queues a request: ``admit(request, obj, deleted,
+    priority)`` is ``False`` for the echo of a write that request's own reconcile made
+    (and may keep the decision for later, queueing the request itself). Called on the
+    informer's loop; quick."""
 
-    def writer(self, obj: Any, deleted: bool) -> Request | None:
-        """The request not to queue for this event, or ``None``."""
+    def admit(self, request: Request, obj: Any, deleted: bool, priority: int) -> bool:
+        """Whether to queue ``request`` for this event now."""
 
 
 class RequestQueue(Protocol):
@@ -165,14 +166,25 @@ class EnqueueRequestsHandler:
         self._for_object = mapper is enqueue_object
         self._echoes = echoes
 
-    def _add(self, requests: Iterable[Any], priority: int, skip: Request | None = None) -> None:
+    def _add(self, requests: Iterable[Any], priority: int) -> None:
         add = self._queue.add
         for request in requests:
             if type(request) is not Request:
                 namespace, name = request  # a (namespace, name) pair; "" or None: none
                 request = Request(namespace or "", name)
-            if request != skip:
-                add(request, priority=priority)
+            add(request, priority=priority)
+
+    def _add_live(
+        self, requests: Iterable[Any], obj: Any, deleted: bool, echoes: EchoFilter
+    ) -> None:
+        add = self._queue.add
+        admit = echoes.admit
+        for request in requests:
+            if type(request) is not Request:
+                namespace, name = request
+                request = Request(namespace or "", name)
+            if admit(request, obj, deleted, 0):
+                add(request, priority=0)
 
     async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         """Queue the mapper's requests for ``obj`` if the predicate's ``create`` passes (at low
@@ -184,7 +196,10 @@ class EnqueueRequestsHandler:
             self._add(self._mapper(obj), LOW_PRIORITY)
             return
         echoes = self._echoes
-        self._add(self._mapper(obj), 0, None if echoes is None else echoes.writer(obj, False))
+        if echoes is None:
+            self._add(self._mapper(obj), 0)
+        else:
+            self._add_live(self._mapper(obj), obj, False, echoes)
 
     async def on_update(self, old: Any, new: Any) -> None:
         """Queue the mapper's requests for ``old`` and ``new`` if the predicate's ``update``
@@ -192,17 +207,19 @@ class EnqueueRequestsHandler:
         predicate = self._predicate
         if predicate is not None and not predicate.update(old, new):
             return
-        new_rv = get_resource_version(new)
-        priority = LOW_PRIORITY if get_resource_version(old) == new_rv else 0
-        echoes = self._echoes
-        skip = None if echoes is None or priority else echoes.writer(new, False)
+        priority = LOW_PRIORITY if get_resource_version(old) == get_resource_version(new) else 0
         mapper = self._mapper
         if self._for_object:
-            self._add(mapper(new), priority, skip)
-            return
-        requests = dict.fromkeys(mapper(old))
-        requests.update(dict.fromkeys(mapper(new)))
-        self._add(requests, priority, skip)
+            requests: Iterable[Any] = mapper(new)
+        else:
+            both = dict.fromkeys(mapper(old))
+            both.update(dict.fromkeys(mapper(new)))
+            requests = both
+        echoes = self._echoes
+        if echoes is None or priority:
+            self._add(requests, priority)
+        else:
+            self._add_live(requests, new, False, echoes)
 
     async def on_delete(self, obj: Any) -> None:
         """Queue the mapper's requests for the deleted object (its last known state, for a
@@ -210,9 +227,12 @@ class EnqueueRequestsHandler:
         predicate = self._predicate
         if predicate is not None and not predicate.delete(obj):
             return
+        requests = self._mapper(obj if self._for_object else _last_state(obj))
         echoes = self._echoes
-        skip = None if echoes is None else echoes.writer(obj, True)
-        self._add(self._mapper(obj if self._for_object else _last_state(obj)), 0, skip)
+        if echoes is None:
+            self._add(requests, 0)
+        else:
+            self._add_live(requests, obj, True, echoes)
 
     def __repr__(self) -> str:
         name = getattr(self._mapper, "__name__", repr(self._mapper))

@@ -381,9 +381,7 @@ class OwnWrites:
             del self._by_request[(controller, request)]
         return pending
 
-    def _describe_locked(
-        self, pending: Iterable[tuple[_Tracked, _Write]], *, give_up: bool
-    ) -> str:
+    def _describe_locked(self, pending: Iterable[tuple[_Tracked, _Write]], *, give_up: bool) -> str:
         """What ``pending`` are, for a log; with ``give_up``, no longer waited for."""
         self.stale += 1
         names = []

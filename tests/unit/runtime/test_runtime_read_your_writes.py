@@ -266,6 +266,35 @@ async def test_the_echo_of_a_reconciles_own_write_does_not_queue_it_again(
     assert controller.echoes_skipped() == (1 if expected == 1 else 0)
 
 
+async def test_an_echo_that_arrives_before_the_writes_answer_is_still_an_echo() -> None:
+    """The watch can deliver a write's event before the client has the write's answer
+    (so before the ledger knows its resourceVersion): an event for a request being
+    reconciled is decided when that reconcile ends."""
+    clock = FakeClock()
+    world = World(clock)
+    world.source.add(cm("a"))
+    reconcile = Reconciler()
+
+    async def answer_late(request: Request) -> None:
+        await reconcile(request)
+        if len(reconcile.calls) == 1:
+            stored = world.source.modify(cm("a", data={"status": "synced"}))  # the event...
+            await settle()  # ...reaches the handlers...
+            world.ledger.written(CONFIGMAPS, "update", "ns", "a", stored)  # ...then the answer
+
+    async with informing(world):
+        controller = Controller(
+            answer_late, for_=(world.informer, CONFIGMAPS), clock=clock, own_writes=world.ledger
+        )
+        async with started(controller):
+            await settle()
+            await clock.advance(1)
+            assert len(reconcile.calls) == 1
+            world.source.modify(cm("a", data={"status": "synced", "spec": "new"}))
+            await reconcile.wait_for(lambda: len(reconcile.calls) == 2)
+    assert controller.echoes_skipped() == 1
+
+
 async def test_an_echo_maps_only_its_writer_away() -> None:
     """A write by the reconcile of one owner to a child another owner controls: the
     child's event queues the other owner (it did not write it)."""
