@@ -1,10 +1,10 @@
 """Kubernetes' sample-controller on kubereflector.runtime, counting what the initial backlog
 costs: reconciles per object, 409 Conflicts, echoes skipped, read-your-own-writes waits.
 
-The workload of issue 25: N Foos (samplecontroller.k8s.io/v1alpha1, declared here by
-hand) exist before the controller starts; each reconcile reads its Foo from the cache,
-creates the Foo's Deployment (owned by it) when the cache has none, scales it when the
-replicas differ and writes ``status.availableReplicas`` with ``update_status``
+The workload of issue 25: N Foos exist before the controller starts, and
+``examples/sample_controller.py`` reconciles them: each reconcile reads its Foo from the
+cache, creates the Foo's Deployment (owned by it) when the cache has none, scales it
+when the replicas differ and writes ``status.availableReplicas`` with ``update_status``
 (conditional on the resourceVersion read, as sample-controller's ``UpdateStatus``), two
 workers, as sample-controller's ``threadiness``. The run ends once every Foo has its
 Deployment and its status and no reconcile happened for ``--settle`` seconds.
@@ -14,8 +14,9 @@ queue their request again, no read-your-own-writes); ``after`` as it is now; ``b
 runs one then the other, on fresh objects each time, and prints both rows. This is a
 count, not a timing benchmark (the seconds are printed for the record only)::
 
-    python tools/sample_controller.py --foos 2000                       # the emulator
-    python tools/sample_controller.py --foos 2000 --kubeconfig ~/.kube/config
+    python tools/reconcile_backlog.py --foos 2000                       # the emulator
+    python tools/reconcile_backlog.py --foos 2000 --coroutine           # issue 25's port
+    python tools/reconcile_backlog.py --foos 2000 --kubeconfig ~/.kube/config
 
 Against a cluster it works in a fresh namespace it deletes afterwards, and creates the
 Foo CRD if it is missing (and leaves it). Without a deployment controller (a bare
@@ -34,7 +35,8 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -46,50 +48,38 @@ from kubereflector.runtime import (
     Request,
     TerminalError,
     is_controlled_by,
-    set_controller_reference,
 )
 
-GROUP = "samplecontroller.k8s.io"
-FOO_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {
-        "name": f"foos.{GROUP}",
-        # as sample-controller's artifacts/examples/crd.yaml: *.k8s.io groups are protected
-        "annotations": {"api-approved.kubernetes.io": "unapproved, experimental-only"},
-    },
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {"plural": "foos", "singular": "foo", "kind": "Foo", "listKind": "FooList"},
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "deploymentName": {"type": "string"},
-                                    "replicas": {"type": "integer", "minimum": 0},
-                                },
-                            },
-                            "status": {
-                                "type": "object",
-                                "properties": {"availableReplicas": {"type": "integer"}},
-                            },
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from sample_controller import FOO_CRD, FOOS, GROUP, Foo, deployment_for, register
+
+
+def register_coroutine(manager: Manager, *, options: ControllerOptions) -> None:
+    """The example's reconcile as a coroutine on the manager's loop (what issue 25's port
+    ran): the same reads and writes, no worker threads."""
+    events = manager.event_recorder("sample-controller")
+
+    @manager.reconciler(FOOS, owns=["deployments.apps"], options=options, name="foo")
+    async def sync(request: Request) -> None:
+        foo = cast(
+            "Foo | None", manager.lister_for(FOOS).namespaced(request.namespace).get(request.name)
+        )
+        if foo is None:
+            return
+        name = foo["spec"]["deploymentName"]
+        deployments = manager.client.resource("deployments.apps", namespace=request.namespace)
+        cached = manager.lister_for("deployments.apps").namespaced(request.namespace).get(name)
+        deployment = cached if cached is not None else await deployments.create(deployment_for(foo))
+        if not is_controlled_by(deployment, foo):
+            raise TerminalError(f"Resource {name!r} already exists and is not managed by Foo")
+        if deployment["spec"].get("replicas") != foo["spec"].get("replicas", 1):
+            deployment = await deployments.update(deployment_for(foo))
+        updated = cast("dict[str, Any]", copy.deepcopy(foo))
+        available = deployment.get("status", {}).get("availableReplicas", 0)
+        updated["status"] = {"availableReplicas": available}
+        foos = manager.client.resource(FOOS, namespace=request.namespace)
+        await foos.update_status(updated)
+        events.record(foo, "Normal", "Synced", "Foo synced successfully")
 
 
 @dataclass
@@ -120,36 +110,13 @@ class Row:
 HEADER = ["mode", "foos", "reconciles", "per foo", "409s", "stale", "echoes", "waits", "s"]
 
 
-def new_deployment(foo: dict[str, Any]) -> dict[str, Any]:
-    """sample-controller's newDeployment: nginx, labelled for its Foo, owned by it."""
-    name = foo["metadata"]["name"]
-    labels = {"app": "nginx", "controller": name}
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": foo["spec"]["deploymentName"],
-            "namespace": foo["metadata"]["namespace"],
-        },
-        "spec": {
-            "replicas": foo["spec"].get("replicas", 1),
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "nginx", "image": "nginx:latest"}]},
-            },
-        },
-    }
-    return set_controller_reference(foo, deployment)
-
-
 async def ensure_crd(client: Client) -> None:
     crds = client.resource("customresourcedefinitions.apiextensions.k8s.io")
     with contextlib.suppress(AlreadyExistsError):
         await crds.create(FOO_CRD)
     for _ in range(100):  # established: discovery serves it
         with contextlib.suppress(Exception):
-            await client.discovery.resolve(f"foos.{GROUP}")
+            await client.discovery.resolve(FOOS)
             return
         client.discovery.invalidate()
         await asyncio.sleep(0.1)
@@ -157,7 +124,7 @@ async def ensure_crd(client: Client) -> None:
 
 
 async def create_foos(client: Client, namespace: str, count: int) -> None:
-    foos = client.resource(f"foos.{GROUP}", namespace=namespace)
+    foos = client.resource(FOOS, namespace=namespace)
     limit = asyncio.Semaphore(32)
 
     async def one(i: int) -> None:
@@ -174,6 +141,19 @@ async def create_foos(client: Client, namespace: str, count: int) -> None:
     await asyncio.gather(*(one(i) for i in range(count)))
 
 
+def reconciled(manager: Manager) -> int:
+    """Reconciles of the Foo controller so far, whatever their result."""
+    return int(
+        sum(
+            sample.value
+            for family in text_string_to_metric_families(manager.metrics.exposition().decode())
+            for sample in family.samples
+            if sample.name == "controller_runtime_reconcile_total"
+            and sample.labels.get("controller") == "foo"
+        )
+    )
+
+
 async def run_once(client: Client, namespace: str, args: argparse.Namespace, mode: str) -> Row:
     await create_foos(client, namespace, args.foos)
     before = mode == "before"
@@ -182,52 +162,22 @@ async def run_once(client: Client, namespace: str, args: argparse.Namespace, mod
         namespace=namespace,
         read_your_writes_timeout=None if before else 10.0,
     )
-    reconciles = 0
-    last_reconcile = time.monotonic()
-    recorder = manager.event_recorder("sample-controller")
-
-    @manager.reconciler(
-        f"foos.{GROUP}",
-        owns=["deployments.apps"],
-        options=ControllerOptions(max_concurrent_reconciles=2, requeue_on_own_writes=before),
-        name="foo",
-    )
-    async def sync(request: Request) -> None:
-        nonlocal reconciles, last_reconcile
-        reconciles += 1
-        last_reconcile = time.monotonic()
-        foo = manager.lister_for(f"foos.{GROUP}").namespaced(request.namespace).get(request.name)
-        if foo is None:
-            return
-        name = foo["spec"].get("deploymentName")
-        if not name:
-            raise TerminalError(f"{request}: spec.deploymentName is empty")
-        deployments = manager.client.resource("deployments.apps", namespace=request.namespace)
-        deployment = manager.lister_for("deployments.apps").namespaced(request.namespace).get(name)
-        if deployment is None:
-            deployment = await deployments.create(new_deployment(dict(foo)))
-        if not is_controlled_by(deployment, foo):
-            raise TerminalError(f"Resource {name!r} already exists and is not managed by Foo")
-        replicas = foo["spec"].get("replicas", 1)
-        if deployment["spec"].get("replicas") != replicas:
-            deployment = await deployments.update(new_deployment(dict(foo)))
-        status = copy.deepcopy(foo)
-        status["status"] = {
-            "availableReplicas": deployment.get("status", {}).get("availableReplicas", 0)
-        }
-        foos = manager.client.resource(f"foos.{GROUP}", namespace=request.namespace)
-        await foos.update_status(status)
-        recorder.record(foo, "Normal", "Synced", "Foo synced successfully")
+    options = ControllerOptions(max_concurrent_reconciles=2, requeue_on_own_writes=before)
+    (register_coroutine if args.coroutine else register)(manager, options=options)
 
     started = time.monotonic()
     async with manager:
         task = asyncio.create_task(manager.run(handle_signals=False))
-        foos = manager.informer_for(f"foos.{GROUP}")
+        foos = manager.informer_for(FOOS)
         deployments = manager.informer_for("deployments.apps")
+        reconciles, last_reconcile = 0, time.monotonic()
         while True:
             await asyncio.sleep(0.2)
             if task.done():
                 task.result()
+            now = reconciled(manager)
+            if now != reconciles:
+                reconciles, last_reconcile = now, time.monotonic()
             done = sum(1 for f in foos.indexer.list() if "status" in f)
             if (
                 done == args.foos
@@ -236,6 +186,7 @@ async def run_once(client: Client, namespace: str, args: argparse.Namespace, mod
             ):
                 break
         seconds = time.monotonic() - started - args.settle
+        reconciles = reconciled(manager)
         manager.stop()
         await task
         metrics = {
@@ -301,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--foos", type=int, default=2000)
     parser.add_argument("--mode", choices=["before", "after", "both"], default="both")
     parser.add_argument("--settle", type=float, default=3.0, help="seconds without reconciles")
+    parser.add_argument(
+        "--coroutine", action="store_true", help="a coroutine reconciler (default: the example's)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
     try:
