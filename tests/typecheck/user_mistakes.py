@@ -21,7 +21,7 @@ from kubereflector import (
 )
 from kubereflector.client import ResourceClient, SyncResourceClient, load_config
 from kubereflector.models import Deployment, Pod
-from kubereflector.runtime import Manager
+from kubereflector.runtime import Manager, apply, finalizer, set_condition
 from kubereflector.testing import FakeControllerSource
 
 
@@ -127,3 +127,13 @@ MISSPELLED: Deployment = {
     }
 }
 NO_TEMPLATE: Deployment = {"spec": {"selector": {}}}  # E: Missing key "template" for TypedDict
+
+
+async def operator_helpers(api: ResourceClient, deployment: Deployment) -> None:
+    set_condition(deployment, "Ready", "Yes", reason="Fine")  # E: Argument 3 to "set_condition"
+    await apply(api, deployment, force="yes")  # E: Argument "force" to "apply"
+
+    async def on_pod(pod: Pod) -> None:
+        print(pod)
+
+    await finalizer(api, "x", deployment, apply=on_pod, cleanup=on_pod)  # E: Argument "apply"
