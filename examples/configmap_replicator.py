@@ -26,7 +26,6 @@ import contextlib
 import logging
 import sys
 from collections.abc import Sequence
-from typing import cast
 
 from kubereflector.client import ResourceClient, load_config
 from kubereflector.clock import Clock
@@ -86,8 +85,8 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
         lambda cm: FINALIZER in (cm or {}).get("metadata", {}).get("finalizers", ())
     )
 
-    async def replicate(api: ResourceClient, parent: ConfigMap, n: int) -> None:
-        cache = manager.lister_for("configmaps").namespaced(parent["metadata"]["namespace"])
+    async def replicate(api: ResourceClient[ConfigMap], parent: ConfigMap, n: int) -> None:
+        cache = manager.lister_for(ConfigMap).namespaced(parent["metadata"]["namespace"])
         changed = 0
         for i in range(n):
 
@@ -107,7 +106,9 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
             message = f"{n} copies in sync ({changed} created, updated or deleted)"
             events.record(parent, "Normal", "Replicated", message)
 
-    async def delete_copies(api: ResourceClient, parent: ConfigMap, keep: int = 0) -> int:
+    async def delete_copies(
+        api: ResourceClient[ConfigMap], parent: ConfigMap, keep: int = 0
+    ) -> int:
         """Delete the parent's copies numbered ``keep`` and above (listed from the API
         server, not the cache: a copy created a moment ago must not survive)."""
         name = parent["metadata"]["name"]
@@ -128,11 +129,10 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
         options=ControllerOptions(max_concurrent_reconciles=args.concurrency),
     )
     async def reconcile(request: Request) -> None:
-        cache = manager.lister_for("configmaps").namespaced(request.namespace)
-        parent = cast("ConfigMap | None", cache.get(request.name))
+        parent = manager.lister_for(ConfigMap).namespaced(request.namespace).get(request.name)
         if parent is None or PARENT in parent["metadata"].get("labels", {}):
             return None  # gone (its finalizer ran), or a copy
-        api = manager.client.resource("configmaps", namespace=request.namespace)
+        api = manager.client.resource(ConfigMap, namespace=request.namespace)
         try:
             n = replicas_of(parent)
         except TerminalError as err:

@@ -24,13 +24,13 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
 from typing_extensions import NotRequired
 
 from kubereflector.client import SyncClient, load_config
 from kubereflector.errors import AlreadyExistsError
-from kubereflector.models import Deployment
+from kubereflector.models import ApiResource, Deployment, register
 from kubereflector.models.meta_v1 import ObjectMeta
 from kubereflector.runtime import (
     ControllerOptions,
@@ -63,6 +63,9 @@ class Foo(TypedDict):
     metadata: ObjectMeta
     spec: FooSpec
     status: NotRequired[FooStatus]
+
+
+register(Foo, ApiResource(GROUP, "v1alpha1", "Foo", "foos", namespaced=True))
 
 
 FOO_CRD: dict[str, Any] = {
@@ -131,36 +134,33 @@ def deployment_for(foo: Foo) -> Deployment:
     return set_controller_reference(foo, deployment)
 
 
-def register(manager: Manager, *, options: ControllerOptions | None = None) -> None:
-    """Register the Foo reconciler with ``manager`` (two workers unless ``options`` say)."""
+def add_to(manager: Manager, *, options: ControllerOptions | None = None) -> None:
+    """Add the Foo reconciler to ``manager`` (two workers unless ``options`` say)."""
     events = manager.event_recorder("sample-controller")
     options = options or ControllerOptions(max_concurrent_reconciles=2)
 
-    @manager.reconciler(FOOS, owns=["deployments.apps"], options=options, name="foo")
+    @manager.reconciler(Foo, owns=[Deployment], options=options, name="foo")
     def sync(request: Request) -> None:
-        foo = cast(
-            "Foo | None", manager.lister_for(FOOS).namespaced(request.namespace).get(request.name)
-        )
+        foo = manager.lister_for(Foo).namespaced(request.namespace).get(request.name)
         if foo is None:
             return  # deleted: its Deployment goes with it (garbage collection)
         name = foo["spec"].get("deploymentName")
         if not name:
             raise TerminalError(f"{request}: spec.deploymentName must be set")
         client = manager.sync_client
-        deployments = client.resource("deployments.apps", namespace=request.namespace)
-        cached = manager.lister_for("deployments.apps").namespaced(request.namespace).get(name)
-        deployment = cast("Deployment | None", cached)
+        deployments = client.resource(Deployment, namespace=request.namespace)
+        deployment = manager.lister_for(Deployment).namespaced(request.namespace).get(name)
         if deployment is None:
-            deployment = cast("Deployment", deployments.create(deployment_for(foo)))
+            deployment = deployments.create(deployment_for(foo))
         if not is_controlled_by(deployment, foo):
             events.record(foo, "Warning", "ErrResourceExists", f"{name} is not managed by Foo")
             raise TerminalError(f"Resource {name!r} already exists and is not managed by Foo")
         if deployment["spec"].get("replicas") != foo["spec"].get("replicas", 1):
-            deployment = cast("Deployment", deployments.update(deployment_for(foo)))
-        updated = cast("dict[str, Any]", copy.deepcopy(foo))
+            deployment = deployments.update(deployment_for(foo))
+        updated = copy.deepcopy(foo)
         available = deployment.get("status", {}).get("availableReplicas", 0)
         updated["status"] = {"availableReplicas": available}
-        client.resource(FOOS, namespace=request.namespace).update_status(updated)
+        client.resource(Foo, namespace=request.namespace).update_status(updated)
         events.record(foo, "Normal", "Synced", "Foo synced successfully")
 
 
@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics_port=args.metrics_port or None,
         health_port=args.health_port or None,
     )
-    register(manager, options=ControllerOptions(max_concurrent_reconciles=args.workers))
+    add_to(manager, options=ControllerOptions(max_concurrent_reconciles=args.workers))
     manager.run_sync()
     return 0
 

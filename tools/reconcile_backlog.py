@@ -36,12 +36,12 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubereflector.client import Client, load_config
 from kubereflector.errors import AlreadyExistsError, ConflictError, NotFoundError
+from kubereflector.models import Deployment
 from kubereflector.runtime import (
     ControllerOptions,
     Manager,
@@ -51,34 +51,33 @@ from kubereflector.runtime import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-from sample_controller import FOO_CRD, FOOS, GROUP, Foo, deployment_for, register
+from sample_controller import FOO_CRD, FOOS, GROUP, Foo, add_to, deployment_for
 
 
-def register_coroutine(manager: Manager, *, options: ControllerOptions) -> None:
+def add_coroutine_to(manager: Manager, *, options: ControllerOptions) -> None:
     """The example's reconcile as a coroutine on the manager's loop (what issue 25's port
     ran): the same reads and writes, no worker threads."""
     events = manager.event_recorder("sample-controller")
 
-    @manager.reconciler(FOOS, owns=["deployments.apps"], options=options, name="foo")
+    @manager.reconciler(Foo, owns=[Deployment], options=options, name="foo")
     async def sync(request: Request) -> None:
-        foo = cast(
-            "Foo | None", manager.lister_for(FOOS).namespaced(request.namespace).get(request.name)
-        )
+        foo = manager.lister_for(Foo).namespaced(request.namespace).get(request.name)
         if foo is None:
             return
         name = foo["spec"]["deploymentName"]
-        deployments = manager.client.resource("deployments.apps", namespace=request.namespace)
-        cached = manager.lister_for("deployments.apps").namespaced(request.namespace).get(name)
-        deployment = cached if cached is not None else await deployments.create(deployment_for(foo))
+        deployments = manager.client.resource(Deployment, namespace=request.namespace)
+        deployment = manager.lister_for(Deployment).namespaced(request.namespace).get(name)
+        if deployment is None:
+            deployment = await deployments.create(deployment_for(foo))
         if not is_controlled_by(deployment, foo):
             raise TerminalError(f"Resource {name!r} already exists and is not managed by Foo")
         if deployment["spec"].get("replicas") != foo["spec"].get("replicas", 1):
             deployment = await deployments.update(deployment_for(foo))
-        updated = cast("dict[str, Any]", copy.deepcopy(foo))
-        available = deployment.get("status", {}).get("availableReplicas", 0)
-        updated["status"] = {"availableReplicas": available}
-        foos = manager.client.resource(FOOS, namespace=request.namespace)
-        await foos.update_status(updated)
+        updated = copy.deepcopy(foo)
+        updated["status"] = {
+            "availableReplicas": deployment.get("status", {}).get("availableReplicas", 0)
+        }
+        await manager.client.resource(Foo, namespace=request.namespace).update_status(updated)
         events.record(foo, "Normal", "Synced", "Foo synced successfully")
 
 
@@ -163,7 +162,7 @@ async def run_once(client: Client, namespace: str, args: argparse.Namespace, mod
         read_your_writes_timeout=None if before else 10.0,
     )
     options = ControllerOptions(max_concurrent_reconciles=2, requeue_on_own_writes=before)
-    (register_coroutine if args.coroutine else register)(manager, options=options)
+    (add_coroutine_to if args.coroutine else add_to)(manager, options=options)
 
     started = time.monotonic()
     async with manager:

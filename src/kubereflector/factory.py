@@ -3,9 +3,11 @@ resource, for a whole program.
 
 client-go's ``SharedInformerFactory``, over the HTTP client. Ask a factory for
 the informer of a resource by any name kubectl accepts (``"pods"``, ``"po"``,
-``"Pod"``, ``"deployments.apps"``, a CRD's plural) and every caller gets the
-same :class:`~kubereflector.SharedIndexInformer`: one list-and-watch, one
-cache, many handlers. ``start()`` runs the informers created so far;
+``"Pod"``, ``"deployments.apps"``, a CRD's plural) or by its model (``Pod``,
+from :mod:`kubereflector.models`: a ``SharedIndexInformer[Pod]``, no discovery
+needed) and every caller gets the same
+:class:`~kubereflector.SharedIndexInformer`: one list-and-watch, one cache, many
+handlers. ``start()`` runs the informers created so far;
 ``wait_for_cache_sync()`` waits for their first lists; ``shutdown()`` stops
 them all and closes their streams.
 
@@ -64,7 +66,7 @@ import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from typing_extensions import Self
 
@@ -73,12 +75,13 @@ from ._aio.tasks import running_loop
 from .cache._synced import SyncSignal
 from .cache.compact import ObjectMode, _check_object_mode
 from .cache.delta_fifo import TransformFunc
-from .cache.keys import KubeObject
+from .cache.keys import KubeObject, ModelT
 from .cache.listers import Lister
 from .cache.listwatch import ListerWatcher, ListOptions, ListResult, WatchStream
 from .cache.reflector import ReflectorOptions, checked_options
 from .cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
 from .cache.store import NAMESPACE_INDEX, meta_namespace_index_func
+from .client._models import check_resource, model_info
 from .client.config import ClientConfig
 from .client.discovery import ResourceInfo, UnknownResourceError, _Index
 from .client.listwatch import ResourceListWatch
@@ -112,7 +115,8 @@ class _Entry:
     """One resource's informer and how far it got."""
 
     info: ResourceInfo
-    informer: SharedIndexInformer
+    informer: SharedIndexInformer[Any]
+    """Of KubeObject, or of the model it was first asked for by: the same objects."""
     started: bool = False
     """``start()`` has claimed it (its task exists, or is being created)."""
     task: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -255,15 +259,36 @@ class _FactoryBase:
 
     # -- informers ------------------------------------------------------------------------
 
-    def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer[KubeObject]:
-        """The one shared informer of ``resource`` (made on first request, started
-        by the next :meth:`start`); it caches :data:`~kubereflector.KubeObject` objects.
+    @overload
+    def informer_for(self, resource: type[ModelT]) -> SharedIndexInformer[ModelT]: ...
 
-        ``resource`` is a :class:`~kubereflector.client.ResourceInfo` or a name
-        discovery resolves (``"pods"``, ``"po"``, ``"Pod"``, ``"deployments.apps"``,
-        ``"apps/v1/deployments"``, a CRD's plural or short name); informers are
-        keyed by group and resource, so every name of one resource gives the same
-        informer (the version of the first request is the one watched).
+    @overload
+    def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer[KubeObject]: ...
+
+    def informer_for(self, resource: str | ResourceInfo | type[ModelT]) -> SharedIndexInformer[Any]:
+        """The one shared informer of ``resource`` (made on first request, started
+        by the next :meth:`start`).
+
+        ``resource`` is a model class, a :class:`~kubereflector.client.ResourceInfo`
+        or a name discovery resolves (``"pods"``, ``"po"``, ``"Pod"``,
+        ``"deployments.apps"``, ``"apps/v1/deployments"``, a CRD's plural or short
+        name). Informers are keyed by group and resource, so every name of one
+        resource, and its model, give the same informer (the version of the first
+        request is the one watched).
+
+        A model (``Pod``, ``Deployment``: any class
+        :func:`kubereflector.models.resource_of` knows, custom resources registered
+        with :func:`kubereflector.models.register` among them) gives a
+        ``SharedIndexInformer[Pod]``, whose cache, lister and handlers are typed
+        ``Pod``, and needs no discovery: the model says its group, version, plural
+        and scope. In compact mode its objects are read-only
+        :class:`~kubereflector.CompactObject` s typed as the model, for reading: a
+        write raises :class:`~kubereflector.ReadOnlyObjectError` at run time (copy with
+        ``copy.deepcopy`` to change one). Raises ``LookupError`` naming a class
+        that is not a registered model, and ``ValueError`` when the informer of its
+        resource exists already for another version or scope, or discovery (when
+        loaded) serves the resource in another scope than the model says. A name or
+        a ResourceInfo gives a ``SharedIndexInformer[KubeObject]``.
 
         Names are resolved against the discovery data the factory loaded. Where
         that data lacks the name, :class:`SyncSharedInformerFactory` blocks while
@@ -271,17 +296,19 @@ class _FactoryBase:
         raises :class:`~kubereflector.client.UnknownResourceError` saying to
         ``await factory.resolve(name)`` (which refreshes discovery) first. Raises
         :class:`FactoryShutdownError` for a resource without an informer once the
-        factory is shut down. Thread-safe.
+        factory is shut down, and ``TypeError`` for anything but a name, a
+        ResourceInfo or a class. Thread-safe.
         """
 
+        check_resource(resource)
+        model = resource if isinstance(resource, type) else None
         if isinstance(resource, ResourceInfo):
             info = resource
         elif isinstance(resource, str):
             info = self._resolve_now(resource)
         else:
-            raise TypeError(
-                f"a resource is a name or a ResourceInfo, not {type(resource).__name__}"
-            )
+            info = model_info(resource)
+            self._check_served_as(resource, info)
         key = (info.group, info.resource)
         with self._lock:
             entry = self._entries.get(key)
@@ -289,15 +316,28 @@ class _FactoryBase:
                 self._check_open()
                 entry = _Entry(info, self._new_informer(info))
                 self._entries[key] = entry
+            elif model is not None:
+                _check_same(model, info, entry.info)
             return entry.informer
 
-    def lister_for(self, resource: str | ResourceInfo) -> Lister[KubeObject]:
-        """The :class:`~kubereflector.Lister` of :meth:`informer_for` ``(resource)``."""
-        return self.informer_for(resource).lister
+    @overload
+    def lister_for(self, resource: type[ModelT]) -> Lister[ModelT]: ...
+
+    @overload
+    def lister_for(self, resource: str | ResourceInfo) -> Lister[KubeObject]: ...
+
+    def lister_for(self, resource: str | ResourceInfo | type[ModelT]) -> Lister[Any]:
+        """The :class:`~kubereflector.Lister` of :meth:`informer_for` ``(resource)``:
+        a ``Lister[Pod]`` for the model ``Pod`` (``get`` gives a ``Pod | None``), a
+        ``Lister[KubeObject]`` for a name or a ResourceInfo. Raises as
+        :meth:`informer_for`."""
+        informer: SharedIndexInformer[Any] = self.informer_for(resource)
+        return informer.lister
 
     def informers(self) -> dict[str, SharedIndexInformer[KubeObject]]:
         """Every informer made so far, by qualified resource name (``pods``,
-        ``deployments.apps``)."""
+        ``deployments.apps``), typed as holding :data:`~kubereflector.KubeObject` s
+        (whatever model made them: the objects are the same)."""
         with self._lock:
             return {e.info.qualified_name: e.informer for e in self._entries.values()}
 
@@ -312,6 +352,18 @@ class _FactoryBase:
         """
         factory_loop = self._bind_loop()
         return await _on_loop(factory_loop, self._resolve_async(name))
+
+    def _check_served_as(self, model: type, info: ResourceInfo) -> None:
+        """``ValueError`` if the discovery data the factory loaded (if any: nothing
+        is fetched) serves the model's group, version and resource in another scope."""
+        with self._lock:
+            index = self._index
+        served = None if index is None else index.find(str(info))
+        if served is not None and served.namespaced != info.namespaced:
+            raise ValueError(
+                f"{_model_name(model)} is registered as {_scope(info)}, but the server "
+                f"serves {served} {_scope(served)}: fix its kubereflector.models.register"
+            )
 
     def _resolve_now(self, name: str) -> ResourceInfo:
         """Resolve from the loaded discovery data, else as the subclass says."""
@@ -434,7 +486,9 @@ class _FactoryBase:
 
     # -- waiting ----------------------------------------------------------------------
 
-    def _registrations(self, handlers: Iterable[Registration]) -> tuple[Registration, ...]:
+    def _registrations(
+        self, handlers: Iterable[Registration[Any]]
+    ) -> tuple[Registration[Any], ...]:
         """``handlers`` checked: registrations of this factory's informers."""
         regs = tuple(handlers)
         for reg in regs:
@@ -449,10 +503,10 @@ class _FactoryBase:
             return list(self._entries.values())
 
     def _groups(
-        self, regs: tuple[Registration, ...]
-    ) -> dict[str, tuple[SharedIndexInformer[KubeObject], list[Registration]]]:
+        self, regs: tuple[Registration[Any], ...]
+    ) -> dict[str, tuple[SharedIndexInformer[Any], list[Registration[Any]]]]:
         """What to wait for: each started informer with the given registrations of it."""
-        groups: dict[str, tuple[SharedIndexInformer[KubeObject], list[Registration]]] = {}
+        groups: dict[str, tuple[SharedIndexInformer[Any], list[Registration[Any]]]] = {}
         for entry in self._snapshot():
             if entry.started:
                 mine = [r for r in regs if r.informer is entry.informer]
@@ -461,7 +515,7 @@ class _FactoryBase:
 
     @staticmethod
     def _states(
-        groups: dict[str, tuple[SharedIndexInformer[KubeObject], list[Registration]]],
+        groups: dict[str, tuple[SharedIndexInformer[Any], list[Registration[Any]]]],
     ) -> dict[str, bool]:
         return {
             name: informer.has_synced() and all(r.has_synced() for r in regs)
@@ -469,7 +523,7 @@ class _FactoryBase:
         }
 
     async def _wait_async(
-        self, timeout: float | None, regs: tuple[Registration, ...]
+        self, timeout: float | None, regs: tuple[Registration[Any], ...]
     ) -> dict[str, bool]:
         groups = self._groups(regs)
         if not groups:
@@ -643,7 +697,7 @@ class SharedInformerFactory(_FactoryBase):
             return None
 
     async def wait_for_cache_sync(
-        self, timeout: float | None = None, *, handlers: Iterable[Registration] = ()
+        self, timeout: float | None = None, *, handlers: Iterable[Registration[Any]] = ()
     ) -> dict[str, bool]:
         """Wait until every started informer has synced (client-go's
         ``WaitForCacheSync``): ``{qualified resource name: synced}``, e.g.
@@ -767,7 +821,7 @@ class SyncSharedInformerFactory(_FactoryBase):
             return None
 
     def wait_for_cache_sync(
-        self, timeout: float | None = None, *, handlers: Iterable[Registration] = ()
+        self, timeout: float | None = None, *, handlers: Iterable[Registration[Any]] = ()
     ) -> dict[str, bool]:
         """Block until every started informer has synced (client-go's
         ``WaitForCacheSync``): ``{qualified resource name: synced}``, e.g.
@@ -833,6 +887,26 @@ class SyncSharedInformerFactory(_FactoryBase):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def _model_name(model: type) -> str:
+    return f"{model.__module__}.{model.__qualname__}"
+
+
+def _scope(info: ResourceInfo) -> str:
+    return "namespaced" if info.namespaced else "cluster-scoped"
+
+
+def _check_same(model: type, wanted: ResourceInfo, existing: ResourceInfo) -> None:
+    """``ValueError`` unless the informer made for ``existing`` holds ``model``'s
+    objects: the same version and scope (its group and resource are the same)."""
+    if (wanted.version, wanted.namespaced) == (existing.version, existing.namespaced):
+        return
+    raise ValueError(
+        f"{_model_name(model)} is {wanted} ({_scope(wanted)}), but this factory's "
+        f"informer of {existing.qualified_name} watches {existing} ({_scope(existing)}), "
+        "as first asked for: ask for the same version everywhere"
+    )
 
 
 def _unresolved(name: str, index: _Index | None) -> LookupError:

@@ -21,9 +21,11 @@ import aiohttp
 import pytest
 from conftest import KUBECONFIG_ENV, Target
 from prometheus_client.parser import text_string_to_metric_families
+from typing_extensions import TypedDict
 
 from kubereflector.client import ClientConfig, load_config
 from kubereflector.leaderelection import LEASES
+from kubereflector.models import ConfigMap, Deployment, Pod
 from kubereflector.runtime import (
     ControllerOptions,
     LeaderElection,
@@ -339,8 +341,23 @@ async def test_registration_is_checked(target: Target) -> None:
     assert reconcile.__name__ == "reconcile"  # the decorator returns the function
     with pytest.raises(ValueError, match="exists already"):
         manager.reconciler("configmaps", reconcile=reconcile)
-    with pytest.raises(TypeError, match="resource name, mapper"):
+    with pytest.raises(TypeError, match="resource name or model, mapper"):
         manager.reconciler("pods", watches=["configmaps"], name="x")  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="for_ is a resource name or a model, not 42"):
+        manager.reconciler(42, reconcile=reconcile)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="owns takes resource names or models, not ''"):
+        manager.reconciler("pods", owns=[""], reconcile=reconcile)
+
+    class Gadget(TypedDict):
+        size: int
+
+    with pytest.raises(LookupError, match=r"test_manager\..*Gadget is not a registered model"):
+        manager.reconciler("pods", owns=[Gadget], reconcile=reconcile)
+    with pytest.raises(ValueError, match="a reconciler named 'configmaps' exists already"):
+        manager.reconciler(ConfigMap, reconcile=reconcile)  # named for its resource
+    manager.reconciler(Deployment, owns=["pods", Pod], reconcile=reconcile)
+    with pytest.raises(ValueError, match=r"'deployments\.apps' exists already"):
+        manager.reconciler("deploy", name="deployments.apps", reconcile=reconcile)
     with pytest.raises(ValueError, match="max_concurrent_reconciles"):
         manager.reconciler("pods", options=ControllerOptions(max_concurrent_reconciles=0))
     manager.reconciler("no-such-things", reconcile=reconcile, name="unknown")

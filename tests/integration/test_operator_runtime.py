@@ -199,7 +199,7 @@ async def test_the_sample_controller_reconciles_each_foo_once_without_conflicts(
             }
         )
     manager = manager_of(target)
-    example.register(manager)
+    example.add_to(manager)
     changes = Changes()
     async with running(manager):
         informer = manager.informer_for(example.FOOS)

@@ -1,8 +1,8 @@
 """Mistakes mypy --strict must catch. Each line ending in an "E:" comment must get a
 mypy error containing the comment's text, and no other line may get one
 (test_typecheck.py).
-The correct versions of these lines are in user_async.py, user_sync.py and
-user_typed_objects.py."""
+The correct versions of these lines are in user_async.py, user_sync.py,
+user_typed_objects.py and user_generics.py."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from kubereflector import (
     DeletedFinalStateUnknown,
     FilteringResourceEventHandler,
     KubeObject,
+    Lister,
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
     SharedInformerFactory,
     SyncSharedInformerFactory,
     run,
 )
-from kubereflector.client import ResourceClient, SyncResourceClient, load_config
+from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient, load_config
 from kubereflector.models import Deployment, Pod
 from kubereflector.runtime import Manager, apply, finalizer, set_condition
 from kubereflector.testing import FakeControllerSource
@@ -129,7 +130,45 @@ MISSPELLED: Deployment = {
 NO_TEMPLATE: Deployment = {"spec": {"selector": {}}}  # E: Missing key "template" for TypedDict
 
 
-async def operator_helpers(api: ResourceClient, deployment: Deployment) -> None:
+# -- typed by models: the informer, the lister, the handlers, the client ----------------
+
+
+def on_deployment(deployment: Deployment) -> None:
+    print(deployment["spec"]["replicas"])
+
+
+async def misread_a_typed_cache(factory: SharedInformerFactory, manager: Manager) -> None:
+    for pod in factory.lister_for(Pod).list():
+        print(pod["spec"]["nodeNmae"])  # E: TypedDict "PodSpec" has no key "nodeNmae"
+    web = manager.lister_for(Pod).namespaced("shop").get("web")
+    print(web["metadata"])  # E: Value of type "Pod | None" is not indexable
+    factory.informer_for(Pod).add_event_handler(
+        ResourceEventHandlerFuncs(on_add=on_deployment)  # E: "Callable[[Deployment], None]"
+    )
+    deployments: Lister[Deployment] = factory.lister_for(Pod)  # E: expected "type[Deployment]"
+    print(deployments, factory.informer_for(int))  # E: Value of type variable "ModelT"
+
+
+async def wrote_the_wrong_thing(client: Client, deployment: Deployment) -> None:
+    pods = client.resource(Pod, namespace="shop")
+    pod = await pods.get("web")
+    pod["spec"]["nodeName"] = 3  # E: Value of "nodeName" has incompatible type "int"
+    await pods.create(deployment)  # E: type "Deployment"; expected "Pod"
+    async with pods.watch() as events:
+        async for event in events:
+            print(event.object["spec"]["replicas"])  # E: TypedDict "PodSpec" has no key "replicas"
+
+
+def wrote_the_wrong_thing_blocking(client: SyncClient, deployment: Deployment) -> None:
+    pods = client.resource(Pod, namespace="shop")
+    pods.update(deployment)  # E: type "Deployment"; expected "Pod"
+    pods.apply(
+        {"spec": {"containers": [], "nodeNmae": "n1"}},  # E: Extra key "nodeNmae" for TypedDict
+        field_manager="me",
+    )
+
+
+async def operator_helpers(api: ResourceClient[Deployment], deployment: Deployment) -> None:
     set_condition(deployment, "Ready", "Yes", reason="Fine")  # E: Argument 3 to "set_condition"
     await apply(api, deployment, force="yes")  # E: Argument "force" to "apply"
 

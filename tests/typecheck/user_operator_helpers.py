@@ -43,7 +43,7 @@ manager = Manager(load_config(), informers=InformerOptions(object_mode="compact"
 assert_type(manager.event_recorder("widgets"), EventRecorder)
 
 
-async def owned(api: ResourceClient, owner: Deployment) -> None:
+async def owned(api: ResourceClient[ConfigMap], owner: Deployment) -> None:
     cm: ConfigMap = {"metadata": {"name": "x", "namespace": "shop"}}
     assert_type(set_controller_reference(owner, cm), ConfigMap)
     assert_type(is_controlled_by(cm, owner), bool)
@@ -60,7 +60,7 @@ async def owned(api: ResourceClient, owner: Deployment) -> None:
     assert_type(await apply(api, cm), ConfigMap)
 
 
-def owned_on_a_thread(api: SyncResourceClient, cm: ConfigMap) -> None:
+def owned_on_a_thread(api: SyncResourceClient[ConfigMap], cm: ConfigMap) -> None:
     def mutate(obj: ConfigMap) -> None:
         obj["data"] = {}
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from typing_extensions import NotRequired, TypedDict
 
 from discovery_doc import Resource, aggregated_discovery
 from kubereflector import (
@@ -38,7 +39,9 @@ from kubereflector import (
     SyncSharedInformerFactory,
 )
 from kubereflector._aio.loop_thread import LoopThread
-from kubereflector.client import Discovery, UnknownResourceError
+from kubereflector.client import Discovery, ResourceInfo, UnknownResourceError
+from kubereflector.models import ApiResource, Deployment, Pod, register
+from kubereflector.models.meta_v1 import ObjectMeta
 from kubereflector.testing import FakeControllerSource
 
 WAIT = 10.0
@@ -595,8 +598,8 @@ def test_arguments_are_checked(factory_class: type[SharedInformerFactory]) -> No
     with pytest.raises(ValueError, match=r"invalid namespace '\.\./kube-system'"):
         factory_class(FakeClient(), namespace="../kube-system")  # type: ignore[arg-type]
     factory = factory_class(FakeClient())  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="name or a ResourceInfo"):
-        factory.informer_for(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"a name, a ResourceInfo or a model class .*, not int"):
+        factory.informer_for(42)  # type: ignore[call-overload]
 
 
 def test_a_tweak_must_return_list_options() -> None:
@@ -845,3 +848,121 @@ def test_loop_thread_runs_coroutines_and_propagates_errors() -> None:
     thread.stop()  # idempotent
     with pytest.raises(RuntimeError, match="not running"):
         thread.run(where())  # closed, not left "never awaited"
+
+
+# -- models: typed informers, resolved without discovery ----------------------------------
+
+
+class SlimDeployment(TypedDict):
+    """A model of the tests' own for a version of Deployments nobody serves."""
+
+    metadata: NotRequired[ObjectMeta]
+
+
+register(SlimDeployment, ApiResource("apps", "v2", "Deployment", "deployments", namespaced=True))
+
+
+class Gadget(TypedDict):
+    """A custom resource's model registered as namespaced: the server says otherwise."""
+
+    metadata: NotRequired[ObjectMeta]
+
+
+register(Gadget, ApiResource("example.com", "v1", "Gadget", "gadgets", namespaced=True))
+
+
+@pytest.mark.asyncio
+async def test_a_model_needs_no_discovery() -> None:
+    client = FakeClient()
+    client.source("pods").add(pod("a"))
+    client.source("pods").add(pod("b", namespace="other"))
+    factory = SharedInformerFactory(client)  # type: ignore[arg-type]  # never entered
+    pods = factory.informer_for(Pod)
+    assert factory.lister_for(Pod) is pods.lister
+    factory.start()
+    assert await factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
+    web = factory.lister_for(Pod).namespaced("other").get("b")
+    assert web is not None
+    assert web["metadata"].get("namespace") == "other"
+    assert [(verb, path) for verb, path, _ in client.calls] == [("watch", "/api/v1/pods")]
+    assert client.discovery_fetches == 0
+    await factory.shutdown()
+
+
+def test_a_model_needs_no_discovery_in_the_sync_factory_either() -> None:
+    client = FakeClient()
+    client.source("deployments", "apps").add(deployment("web"))
+    factory = SyncSharedInformerFactory(client, namespace="default")  # type: ignore[arg-type]
+    deployments = factory.informer_for(Deployment)
+    assert factory_threads() == []  # nothing to fetch: the loop thread has not even started
+    factory.start()
+    assert factory.wait_for_cache_sync(timeout=WAIT) == {"deployments.apps": True}
+    assert names(deployments.lister.list()) == ["web"]
+    assert {path for _, path, _ in client.calls} == {"/apis/apps/v1/namespaces/default/deployments"}
+    assert client.discovery_fetches == 0
+    factory.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_a_model_and_the_names_of_its_resource_share_one_informer() -> None:
+    client = FakeClient()
+    client.source("pods").add(pod("a"))
+    async with SharedInformerFactory(client) as factory:  # type: ignore[arg-type]
+        by_model = factory.informer_for(Pod)
+        for name in ("pods", "po", "Pod", "v1/pods"):
+            assert factory.informer_for(name) is by_model
+        by_name = factory.informer_for("deploy")
+        assert factory.informer_for(Deployment) is by_name
+        assert factory.lister_for(Deployment) is by_name.lister
+        assert set(factory.informers()) == {"pods", "deployments.apps"}
+        factory.start()
+        assert await factory.wait_for_cache_sync(timeout=WAIT) == {
+            "pods": True,
+            "deployments.apps": True,
+        }
+    streams = sorted((verb, path) for verb, path, _ in client.calls)
+    assert streams == [("watch", "/api/v1/pods"), ("watch", "/apis/apps/v1/deployments")]
+
+
+@pytest.mark.asyncio
+async def test_a_model_of_another_version_or_scope_than_the_informer_is_refused() -> None:
+    client = FakeClient()
+    client.resources.append(GADGETS)  # served cluster-scoped
+    async with SharedInformerFactory(client) as factory:  # type: ignore[arg-type]
+        factory.informer_for("deployments")
+        with pytest.raises(
+            ValueError,
+            match=r"test_factory\.SlimDeployment is apps/v2/deployments \(namespaced\), but this "
+            r"factory's informer of deployments\.apps watches apps/v1/deployments",
+        ):
+            factory.informer_for(SlimDeployment)
+        with pytest.raises(
+            ValueError,
+            match=r"test_factory\.Gadget is registered as namespaced, but the server serves "
+            r"example\.com/v1/gadgets cluster-scoped",
+        ):
+            factory.informer_for(Gadget)
+        assert set(factory.informers()) == {"deployments.apps"}
+    # Without discovery loaded, the registration is taken at its word; an informer made
+    # first for the resource as it is served then disagrees with it.
+    factory = SharedInformerFactory(FakeClient())  # type: ignore[arg-type]
+    served = ResourceInfo("example.com", "v1", "gadgets", "Gadget", False)
+    gadgets = factory.informer_for(served)
+    with pytest.raises(ValueError, match=r"watches example\.com/v1/gadgets \(cluster-scoped\)"):
+        factory.informer_for(Gadget)
+    assert factory.informer_for(served) is gadgets
+    assert set(factory.informers()) == {"gadgets.example.com"}
+    await factory.shutdown()
+
+
+def test_a_class_that_is_not_a_registered_model_is_named() -> None:
+    class Widget(TypedDict):
+        size: int
+
+    factory = SyncSharedInformerFactory(FakeClient())  # type: ignore[arg-type]
+    with pytest.raises(LookupError, match=r"test_factory\..*Widget is not a registered model"):
+        factory.informer_for(Widget)
+    with pytest.raises(LookupError, match="Widget is not a registered model"):
+        factory.lister_for(Widget)
+    assert factory.informers() == {}
+    factory.shutdown()

@@ -94,7 +94,9 @@ class ResourceEventHandlerFuncs(Generic[T]):
     :class:`~kubereflector.DeletedFinalStateUnknown`). A function left ``None`` is
     skipped. Each may be a plain function or a coroutine function; what it
     returns is ignored. The type parameter is the type the functions take
-    (:data:`~kubereflector.KubeObject` unless they say otherwise).
+    (:data:`~kubereflector.KubeObject` unless they say otherwise): functions of a
+    model, ``on_add(pod: Pod)``, make a handler a ``SharedIndexInformer[Pod]``
+    takes, and one of another model a type error.
     """
 
     __slots__ = ("add_func", "delete_func", "on_add", "on_delete", "on_update", "update_func")

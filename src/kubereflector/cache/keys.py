@@ -53,7 +53,9 @@ or ``dict(obj)`` for a shallow one).
 Every generic class and protocol of kubereflector (``SharedIndexInformer[T]``,
 ``Indexer[T]``, ``Lister[T]``, ``ResourceEventHandler[T]``, ...) defaults to it, so
 ``Lister`` means ``Lister[KubeObject]``; parametrise them to say your cache holds
-something else (e.g. models made by a transform).
+something else (e.g. models made by a transform). The typed models of
+:mod:`kubereflector.models` parametrise them for you: ``factory.informer_for(Pod)``
+is a ``SharedIndexInformer[Pod]``, ``client.resource(Pod)`` a ``ResourceClient[Pod]``.
 """
 
 # The type of the objects a cache, queue or informer holds (PEP 696 default: KubeObject),
@@ -62,6 +64,10 @@ something else (e.g. models made by a transform).
 T = TypeVar("T", default=KubeObject)
 T_co = TypeVar("T_co", covariant=True, default=KubeObject)
 T_contra = TypeVar("T_contra", contravariant=True, default=KubeObject)
+# The type of the objects of one resource as the API serves them: a mapping, typed by a
+# model of kubereflector.models (a TypedDict: Pod, Deployment, a custom resource's) or
+# KubeObject. What the client and the factory are generic over.
+ModelT = TypeVar("ModelT", bound=Mapping[str, Any], default=KubeObject)
 
 KeyFunc = Callable[[Any], str]
 """Maps an object to its store key. Must be deterministic and thread-safe."""

@@ -47,7 +47,8 @@ def _select(objects: builtins.list[T], selector: LabelSelector | None) -> builti
 class Lister(Generic[T]):
     """Lists and gets the objects of a cache (client-go's ``GenericLister``):
     a ``Lister[T]`` reads a ``Store[T]`` (plain ``Lister``: of
-    :data:`~kubereflector.KubeObject` objects)."""
+    :data:`~kubereflector.KubeObject` objects). A factory's ``lister_for(Pod)`` is a
+    ``Lister[Pod]``: ``get`` gives a ``Pod | None``, ``list`` a ``list[Pod]``."""
 
     __slots__ = ("_indexer", "_store")
 

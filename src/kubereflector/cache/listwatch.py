@@ -9,6 +9,11 @@ raising the classes of :mod:`kubereflector.errors`, from ``list``, from entering
 
 Ownership: objects in a ListResult or a WatchEvent pass to the caller, which
 stores them as they are; a ListerWatcher must not mutate them afterwards.
+
+``ListResult[T]``, ``WatchEvent[T]`` and ``WatchStream[T]`` say what type the objects
+are (``ResourceClient[Pod].list()`` gives a ``ListResult[Pod]``); unparametrised,
+they hold ``Any``, as a ListerWatcher of unknown objects does. The parameter is for
+type checkers only: nothing is checked or converted at run time.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Final, Generic, Literal, Protocol, TypeAlias, runtime_checkable
+
+from typing_extensions import NamedTuple, TypeVar
 
 __all__ = [
     "ADDED",
@@ -54,6 +61,11 @@ ends."""
 INITIAL_EVENTS_END_ANNOTATION: Final = "k8s.io/initial-events-end"
 """Annotation on the BOOKMARK that ends a watch-list's initial events (value ``"true"``)."""
 
+# The type of the objects listed or watched (PEP 696 default: Any, what a ListerWatcher
+# of unknown objects hands out). Not part of the API.
+ObjectT = TypeVar("ObjectT", default=Any)
+ObjectT_co = TypeVar("ObjectT_co", covariant=True, default=Any)
+
 
 @dataclass(frozen=True, slots=True)
 class ListOptions:
@@ -75,29 +87,36 @@ class ListOptions:
 
 
 @dataclass(slots=True)
-class ListResult:
-    """One page of a list: the items, the list's resourceVersion and paging state."""
+class ListResult(Generic[ObjectT]):
+    """One page of a list: the items, the list's resourceVersion and paging state.
 
-    items: list[Any] = field(default_factory=list)
+    A ``ListResult[T]`` holds ``T`` objects (plain ``ListResult``: ``Any``)."""
+
+    items: list[ObjectT] = field(default_factory=list)
     resource_version: str = ""
     continue_: str = ""
     remaining_item_count: int | None = None
 
 
-class WatchEvent(NamedTuple):
+# typing_extensions' NamedTuple: a generic NamedTuple needs Python 3.11 otherwise.
+class WatchEvent(NamedTuple, Generic[ObjectT_co]):
     """One event of a watch stream.
 
     ``object`` is the object after the change (for DELETED, its last state);
     for BOOKMARK an object carrying only ``metadata.resourceVersion`` (and
-    annotations); for ERROR a ``Status`` mapping.
+    annotations); for ERROR a ``Status`` mapping. A ``WatchEvent[T]`` types
+    ``object`` as ``T`` (plain ``WatchEvent``: ``Any``): true of ADDED, MODIFIED
+    and DELETED events; a BOOKMARK's object has only the metadata above, and an
+    ERROR's is a ``Status`` whatever ``T`` says, so look at ``type`` first.
     """
 
     type: str
-    object: Any
+    object: ObjectT_co
 
 
-WatchStream = AbstractAsyncContextManager[AsyncIterator[WatchEvent]]
-"""What ``watch`` returns: entering opens the stream, leaving closes it."""
+WatchStream: TypeAlias = AbstractAsyncContextManager[AsyncIterator[WatchEvent[ObjectT]]]
+"""What ``watch`` returns: entering opens the stream, leaving closes it. A
+``WatchStream[T]`` gives ``WatchEvent[T]`` s (plain ``WatchStream``: of ``Any``)."""
 
 ListFunc = Callable[[ListOptions], Awaitable[ListResult]]
 """The ``list`` of a :class:`ListWatch`: one page of objects for ``options``."""

@@ -182,8 +182,12 @@ class SharedIndexInformer(Generic[T]):
     ``SharedIndexInformer[T]`` caches objects of type ``T``: its indexer, lister
     and handlers are typed by it. Plain ``SharedIndexInformer`` caches
     :data:`~kubereflector.KubeObject` objects, the decoded JSON a ListerWatcher gives;
-    parametrise it (``SharedIndexInformer[Pod](lw)``) when a transform turns
-    them into something else. The type is not checked at runtime.
+    a factory's ``informer_for(Pod)`` is a ``SharedIndexInformer[Pod]`` of the
+    model's (a ``TypedDict`` over that same JSON: in compact mode, read-only
+    objects typed as the model for reading); parametrise it
+    (``SharedIndexInformer[Pod](lw)``) for a ListerWatcher of your own, or when a
+    transform turns the objects into something else. The type is not checked at
+    runtime.
 
     ``default_resync`` (seconds, ``0``: never) is the resync period of handlers
     added without one, and the informer's initial resync check period.

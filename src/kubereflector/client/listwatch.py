@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Generic
 
 from ..cache.compact import ObjectMode, _check_object_mode
+from ..cache.keys import ModelT
 from ..cache.listwatch import ListOptions, ListResult, WatchStream
 from .discovery import ResourceInfo
 from .resource import ResourceClient
@@ -18,19 +20,22 @@ def _combine(own: str | None, extra: str) -> str:
     return ",".join(s for s in (own, extra) if s)
 
 
-class ResourceListWatch:
+class ResourceListWatch(Generic[ModelT]):
     """Lists and watches one resource over HTTP (client-go's ``NewListWatchFromClient``
     plus the dynamic and metadata clients in one).
 
-    ``resource`` is a :class:`ResourceInfo` or any name
+    ``resource`` is a :class:`ResourceInfo`, any name
     :meth:`Discovery.resolve` accepts (``"pods"``, ``"deploy"``,
-    ``"apps/v1/deployments"``, a CRD's plural or short name); a name is resolved
+    ``"apps/v1/deployments"``, a CRD's plural or short name), or a model class
+    (``Pod``: a ``ResourceListWatch[Pod]``, resolved without discovery, see
+    :class:`~kubereflector.client.ResourceClient`); a name is resolved
     through ``client.discovery`` (cached) on first use, so an unknown name
     raises :class:`~kubereflector.client.UnknownResourceError` from the first
     ``list`` or from entering the first ``watch``.
 
     ``namespace`` limits a namespaced resource to one namespace (``None``: all
-    namespaces); it is ignored for cluster-scoped resources, as kubectl does.
+    namespaces); it is ignored for a cluster-scoped resource given by name, as
+    kubectl does, and refused (``ValueError``) for a cluster-scoped model.
     A namespace that is not a DNS-1123 label raises ``ValueError`` here.
     ``label_selector`` and ``field_selector`` are fixed for this ListerWatcher;
     selectors in a call's ``ListOptions`` are ANDed with them (both sent,
@@ -54,25 +59,25 @@ class ResourceListWatch:
     def __init__(
         self,
         client: Client,
-        resource: str | ResourceInfo,
+        resource: str | ResourceInfo | type[ModelT],
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
         metadata_only: bool = False,
         object_mode: ObjectMode = "dict",
     ) -> None:
-        self.resource = ResourceClient(client, resource, namespace)
+        self.resource: ResourceClient[ModelT] = ResourceClient(client, resource, namespace)
         self.label_selector = label_selector or ""
         self.field_selector = field_selector or ""
         self.metadata_only = metadata_only
         self.object_mode: ObjectMode = _check_object_mode(object_mode)
 
-    def with_object_mode(self, object_mode: ObjectMode) -> ResourceListWatch:
+    def with_object_mode(self, object_mode: ObjectMode) -> ResourceListWatch[ModelT]:
         """This ListerWatcher decoding objects in ``object_mode`` (itself if it
         already does; else a copy sharing the client and the resolved resource)."""
         if object_mode == self.object_mode:
             return self
-        clone = ResourceListWatch.__new__(ResourceListWatch)
+        clone: ResourceListWatch[ModelT] = ResourceListWatch.__new__(ResourceListWatch)
         clone.resource = self.resource
         clone.label_selector = self.label_selector
         clone.field_selector = self.field_selector
@@ -112,13 +117,13 @@ class ResourceListWatch:
             return options
         return dataclasses.replace(options, label_selector=label, field_selector=field)
 
-    async def list(self, options: ListOptions) -> ListResult:
+    async def list(self, options: ListOptions) -> ListResult[ModelT]:
         """One page of the list (see :meth:`Client.list`)."""
         return await self.resource.list_page(
             self._options(options), metadata_only=self.metadata_only, object_mode=self.object_mode
         )
 
-    def watch(self, options: ListOptions) -> WatchStream:
+    def watch(self, options: ListOptions) -> WatchStream[ModelT]:
         """A watch stream (see :meth:`Client.watch`); resolution happens on entering."""
         return self.resource.watch(
             self._options(options), metadata_only=self.metadata_only, object_mode=self.object_mode

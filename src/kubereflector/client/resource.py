@@ -1,11 +1,15 @@
-"""``ResourceClient``: reads and writes of one resource, named as kubectl names it.
+"""``ResourceClient``: reads and writes of one resource, named as kubectl names it
+or by its model.
 
 ``client.resource("deploy", namespace="shop")`` gives a :class:`ResourceClient`
 for Deployments in ``shop``; the name is resolved through the Client's cached
 discovery on the first call (``"deploy"``, ``"deployments.apps"``,
-``"apps/v1/deployments"``, a CRD's plural or short name), and every path is
-built by :meth:`ResourceInfo.api_path <kubereflector.client.ResourceInfo.api_path>`
-and :meth:`~kubereflector.client.ResourceInfo.object_path`, which validate the
+``"apps/v1/deployments"``, a CRD's plural or short name).
+``client.resource(Deployment, namespace="shop")`` gives a
+``ResourceClient[Deployment]``: typed objects in and out, and no discovery at all
+(the model says its group, version, plural and scope). Every path is built by
+:meth:`ResourceInfo.api_path <kubereflector.client.ResourceInfo.api_path>` and
+:meth:`~kubereflector.client.ResourceInfo.object_path`, which validate the
 namespace, the name and the subresource as single path segments.
 """
 
@@ -16,12 +20,13 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast
 
 from ..cache.compact import ObjectMode, _check_object_mode
-from ..cache.keys import KubeObject
+from ..cache.keys import KubeObject, ModelT
 from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ..errors import ExpiredError, MethodNotAllowedError
+from ._models import check_resource, model_info
 from .discovery import ResourceInfo
 from .paths import validate_name, validate_namespace
 
@@ -56,27 +61,45 @@ APPLY_PATCH_CONTENT_TYPE: Final = "application/apply-patch+yaml"
 """The ``Content-Type`` of a server-side apply (the body is JSON, which is YAML)."""
 
 
-class ResourceClient:
+class ResourceClient(Generic[ModelT]):
     """Get, list, watch, create, update, patch, apply and delete objects of one
     resource (client-go's typed and dynamic clients, kr8s' ``client.patch(...)``).
 
-    ``resource`` is a :class:`~kubereflector.client.ResourceInfo` or any name
-    :meth:`Discovery.resolve <kubereflector.client.Discovery.resolve>` accepts;
-    it is resolved on the first call, so an unknown name raises
-    :class:`~kubereflector.client.UnknownResourceError` from there.
+    ``resource`` is a :class:`~kubereflector.client.ResourceInfo`, any name
+    :meth:`Discovery.resolve <kubereflector.client.Discovery.resolve>` accepts,
+    or a model class (``Pod``, ``Deployment``, a custom resource's model: any
+    class :func:`kubereflector.models.resource_of` knows). A name is resolved on
+    the first call, so an unknown name raises
+    :class:`~kubereflector.client.UnknownResourceError` from there; a model is
+    resolved here, without a request, and a class that is not a registered model
+    raises ``LookupError`` naming it.
+
+    **Types.** A ``ResourceClient[T]`` takes and returns ``T`` objects:
+    ``client.resource(Pod)`` is a ``ResourceClient[Pod]``, whose :meth:`create`
+    takes a ``Pod`` (a ``Deployment`` there is a type error) and whose
+    :meth:`get` returns one. Given a name or a ResourceInfo, it is a
+    ``ResourceClient[KubeObject]`` (plain ``ResourceClient``). Types cost nothing
+    at run time: nothing is checked or converted.
 
     **Namespaces.** ``namespace`` (validated here, ``ValueError`` if it is not a
     DNS-1123 label) is where a namespaced resource's objects are read and
-    written; it is ignored for cluster-scoped resources, as kubectl does.
+    written; a resource given by name ignores it when cluster-scoped, as kubectl
+    does, while a cluster-scoped model given a namespace raises ``ValueError``
+    here (its scope is known: the namespace is a mistake). A model registered
+    with another scope or version than the server's is not asked about (nothing
+    is): the server answers for the paths it makes,
+    :class:`~kubereflector.NotFoundError` for a path it does not serve,
+    :class:`~kubereflector.MethodNotAllowedError` for a create on the
+    all-namespaces path of a namespaced resource.
     Without it, :meth:`list` and :meth:`watch` cover all namespaces; the verbs
     that write an object use the object's ``metadata.namespace``; :meth:`get`,
     :meth:`patch` and :meth:`delete` raise ``ValueError`` (before any request),
     as does every verb given a name that is not one path segment.
 
     **Objects** are Kubernetes JSON as ``dict``\\ s; what is written is never
-    modified (a missing ``apiVersion``/``kind`` is filled from discovery in the
-    copy that is sent; custom resources need them). Returned objects are fresh
-    and belong to the caller.
+    modified (a missing ``apiVersion``/``kind`` is filled from discovery, or the
+    model, in the copy that is sent; custom resources need them). Returned
+    objects are fresh and belong to the caller.
 
     **Errors.** A verb discovery does not list for the resource raises
     :class:`~kubereflector.MethodNotAllowedError` without a request; the
@@ -96,20 +119,29 @@ class ResourceClient:
     __slots__ = ("_info", "_name", "client", "namespace")
 
     def __init__(
-        self, client: Client, resource: str | ResourceInfo, namespace: str | None = None
+        self,
+        client: Client,
+        resource: str | ResourceInfo | type[ModelT],
+        namespace: str | None = None,
     ) -> None:
-        if not isinstance(resource, (str, ResourceInfo)):
-            raise TypeError(
-                f"a resource is a name or a ResourceInfo, not {type(resource).__name__}"
-            )
+        check_resource(resource)
         self.client = client
         self.namespace = validate_namespace(namespace) if namespace else None
+        if isinstance(resource, type):
+            info = model_info(resource)
+            if self.namespace and not info.namespaced:
+                raise ValueError(
+                    f"{resource.__name__} ({info.qualified_name}) is cluster-scoped: "
+                    f"it has no namespace {self.namespace!r}"
+                )
+            resource = info
         self._info = resource if isinstance(resource, ResourceInfo) else None
         self._name = resource if isinstance(resource, str) else str(resource)
 
     @property
     def resource_name(self) -> str:
-        """The resource as given (a name, or a ResourceInfo's ``group/version/plural``)."""
+        """The resource as given (a name), or ``group/version/plural`` when given a
+        ResourceInfo or a model (``apps/v1/deployments``)."""
         return self._name
 
     async def resource_info(self) -> ResourceInfo:
@@ -134,10 +166,10 @@ class ResourceClient:
 
     # -- reads ----------------------------------------------------------------------
 
-    async def get(self, name: str) -> dict[str, Any]:
+    async def get(self, name: str) -> ModelT:
         """The object ``name`` (:class:`~kubereflector.NotFoundError` if there is none)."""
         info = await self._supporting("get")
-        return await self.client.get(info.object_path(self.namespace, name))
+        return cast(ModelT, await self.client.get(info.object_path(self.namespace, name)))
 
     async def list(
         self,
@@ -145,7 +177,7 @@ class ResourceClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int | None = None,
-    ) -> ListResult:
+    ) -> ListResult[ModelT]:
         """Every object (of the namespace, or all): ``items`` and the list's
         ``resource_version``, from which a watch can start.
 
@@ -157,7 +189,7 @@ class ResourceClient:
         options = ListOptions(
             label_selector=label_selector or "", field_selector=field_selector or "", limit=limit
         )
-        items: list[Any] = []
+        items: list[ModelT] = []
         page = await self.list_page(options)
         while True:
             items.extend(page.items)
@@ -174,10 +206,13 @@ class ResourceClient:
         *,
         metadata_only: bool = False,
         object_mode: ObjectMode = "dict",
-    ) -> ListResult:
+    ) -> ListResult[ModelT]:
         """One page of a list with ``options`` as given (see
         :meth:`Client.list <kubereflector.client.Client.list>`): what a
-        ListerWatcher's ``list`` does."""
+        ListerWatcher's ``list`` does. With ``metadata_only`` the items are
+        ``PartialObjectMetadata`` (only ``apiVersion``, ``kind``, ``metadata``), with
+        ``object_mode="compact"`` read-only :class:`~kubereflector.CompactObject` s:
+        typed as ``T`` still, for reading."""
         info = await self._supporting("list")
         return await self.client.list(
             info.api_path(self.namespace),
@@ -192,16 +227,18 @@ class ResourceClient:
         *,
         metadata_only: bool = False,
         object_mode: ObjectMode = "dict",
-    ) -> WatchStream:
+    ) -> WatchStream[ModelT]:
         """A watch stream (see :meth:`Client.watch <kubereflector.client.Client.watch>`):
-        the stream a Reflector reads. The resource is resolved when it is entered."""
+        the stream a Reflector reads, of ``WatchEvent[T]`` s (an ``ERROR`` event's
+        object is a ``Status``, see :class:`~kubereflector.WatchEvent`). The resource
+        is resolved when it is entered."""
         return _ResolvingWatch(self, options or ListOptions(), metadata_only, object_mode)
 
     # -- writes ---------------------------------------------------------------------
 
     async def create(
-        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
-    ) -> dict[str, Any]:
+        self, obj: ModelT, *, dry_run: bool = False, field_manager: str | None = None
+    ) -> ModelT:
         """``POST`` a new object; the created object.
         :class:`~kubereflector.AlreadyExistsError` if the name is taken."""
         info = await self._supporting("create")
@@ -211,11 +248,11 @@ class ResourceClient:
         result = await self.client.create(path, body, params=_write_params(dry_run, field_manager))
         if not dry_run:
             self._written(info, "create", namespace, _name_of(result), result)
-        return result
+        return cast(ModelT, result)
 
     async def update(
-        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
-    ) -> dict[str, Any]:
+        self, obj: ModelT, *, dry_run: bool = False, field_manager: str | None = None
+    ) -> ModelT:
         """``PUT`` the object (named by its ``metadata``): the stored object.
 
         With ``metadata.resourceVersion`` set, the write happens only if the object
@@ -228,19 +265,19 @@ class ResourceClient:
         return await self._put(obj, None, dry_run, field_manager)
 
     async def update_status(
-        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
-    ) -> dict[str, Any]:
+        self, obj: ModelT, *, dry_run: bool = False, field_manager: str | None = None
+    ) -> ModelT:
         """``PUT`` the object's ``status`` subresource: only ``status`` changes.
         Conflicts as :meth:`update`."""
         return await self._put(obj, "status", dry_run, field_manager)
 
     async def _put(
         self,
-        obj: KubeObject,
+        obj: ModelT,
         subresource: str | None,
         dry_run: bool,
         field_manager: str | None,
-    ) -> dict[str, Any]:
+    ) -> ModelT:
         info = await (self.resource_info() if subresource else self._supporting("update"))
         body = _body(info, obj)
         namespace, name = self._namespace_of(info, body, "update"), _name_of(body)
@@ -248,7 +285,7 @@ class ResourceClient:
         result = await self.client.update(path, body, params=_write_params(dry_run, field_manager))
         if not dry_run:
             self._written(info, "update", namespace, name, result)
-        return result
+        return cast(ModelT, result)
 
     async def patch(
         self,
@@ -259,7 +296,7 @@ class ResourceClient:
         subresource: str | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ModelT:
         """``PATCH`` the object ``name`` (or its ``subresource``): the patched object.
 
         ``patch`` is a mapping (``merge``, ``strategic``) or a list of operations
@@ -273,22 +310,22 @@ class ResourceClient:
             raise ValueError(f"type must be one of {', '.join(PATCH_CONTENT_TYPES)}, not {type!r}")
         info = await (self.resource_info() if subresource else self._supporting("patch"))
         path = info.object_path(self.namespace, name, subresource)
-        result = await self.client.patch(
+        patched = await self.client.patch(
             path, patch, content_type=content_type, params=_write_params(dry_run, field_manager)
         )
         if not dry_run:
-            self._written(info, "patch", self.namespace, name, result)
-        return result
+            self._written(info, "patch", self.namespace, name, patched)
+        return cast(ModelT, patched)
 
     async def apply(
         self,
-        obj: KubeObject,
+        obj: ModelT,
         *,
         field_manager: str,
         force: bool = False,
         subresource: str | None = None,
         dry_run: bool = False,
-    ) -> dict[str, Any]:
+    ) -> ModelT:
         """Server-side apply: make ``field_manager`` own exactly the fields ``obj``
         sets, with those values; the resulting object (created if absent).
 
@@ -297,7 +334,9 @@ class ResourceClient:
         manager owns raises :class:`~kubereflector.ConflictError` whose ``causes``
         name each field and owner, unless ``force`` (then the fields change hands).
         ``obj`` holds only the fields you have an opinion on; a
-        ``metadata.resourceVersion`` in it makes the apply conditional.
+        ``metadata.resourceVersion`` in it makes the apply conditional. (A model's
+        required fields are required here too: for a partial object of a typed
+        client, apply through ``client.resource(name)`` or ``typing.cast``.)
         """
         if not isinstance(field_manager, str) or not field_manager:
             raise ValueError("apply needs a field_manager (a non-empty string)")
@@ -308,12 +347,12 @@ class ResourceClient:
         params = _write_params(dry_run, field_manager)
         if force:
             params["force"] = True
-        result = await self.client.patch(
+        applied = await self.client.patch(
             path, body, content_type=APPLY_PATCH_CONTENT_TYPE, params=params
         )
         if not dry_run:
-            self._written(info, "apply", namespace, name, result)
-        return result
+            self._written(info, "apply", namespace, name, applied)
+        return cast(ModelT, applied)
 
     async def delete(
         self,
@@ -326,7 +365,7 @@ class ResourceClient:
     ) -> dict[str, Any]:
         """``DELETE`` the object ``name``: the server's answer, the object (with a
         ``deletionTimestamp`` when finalizers or a grace period keep it for now)
-        or a ``Status``.
+        or a ``Status`` (hence a plain ``dict``, whatever the client's type).
 
         ``preconditions`` (``{"uid": ..., "resourceVersion": ...}``) make the
         delete conditional: :class:`~kubereflector.ConflictError` if the object
@@ -435,14 +474,14 @@ def _mode_keyword(object_mode: ObjectMode) -> dict[str, ObjectMode]:
     return {} if object_mode == "dict" else {"object_mode": _check_object_mode(object_mode)}
 
 
-class _ResolvingWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent]]):
+class _ResolvingWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent[ModelT]]]):
     """Resolves the resource, then opens the Client's watch."""
 
     __slots__ = ("_inner", "_metadata_only", "_mode", "_options", "_resource")
 
     def __init__(
         self,
-        resource: ResourceClient,
+        resource: ResourceClient[ModelT],
         options: ListOptions,
         metadata_only: bool,
         object_mode: ObjectMode,
@@ -453,7 +492,7 @@ class _ResolvingWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[Watch
         self._mode: ObjectMode = object_mode
         self._inner: WatchStream | None = None
 
-    async def __aenter__(self) -> AsyncIterator[WatchEvent]:
+    async def __aenter__(self) -> AsyncIterator[WatchEvent[ModelT]]:
         resource = self._resource
         info = await resource._supporting("watch")
         inner = resource.client.watch(

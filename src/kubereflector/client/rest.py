@@ -30,10 +30,12 @@ from typing import Any, Final, Protocol, TypeAlias
 
 import aiohttp
 import msgspec
+from typing_extensions import overload  # get_overloads() sees it on Python 3.10 too
 from yarl import URL
 
 from .._version import __version__
 from ..cache.compact import CompactObject, ObjectMode, _decode_generic, _detach
+from ..cache.keys import KubeObject, ModelT
 from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
 from ._connector import new_connector
@@ -371,13 +373,29 @@ class Client:
             self._discovery = Discovery(self)
         return self._discovery
 
+    @overload
+    def resource(
+        self, resource: type[ModelT], *, namespace: str | None = None
+    ) -> ResourceClient[ModelT]: ...
+
+    @overload
     def resource(
         self, resource: str | ResourceInfo, *, namespace: str | None = None
-    ) -> ResourceClient:
-        """A :class:`~kubereflector.client.ResourceClient` for ``resource`` (any
-        name discovery resolves, or a ResourceInfo) in ``namespace``: get, list,
-        watch, create, update, patch, apply, delete. Makes no request: the name is
-        resolved on its first call. Raises ``ValueError`` for an invalid namespace."""
+    ) -> ResourceClient[KubeObject]: ...
+
+    def resource(
+        self, resource: str | ResourceInfo | type[ModelT], *, namespace: str | None = None
+    ) -> ResourceClient[Any]:
+        """A :class:`~kubereflector.client.ResourceClient` for ``resource`` in
+        ``namespace``: get, list, watch, create, update, patch, apply, delete.
+
+        ``resource`` is a model class (``client.resource(Pod)`` is a
+        ``ResourceClient[Pod]``, resolved here from the model's registration), or
+        any name discovery resolves or a ResourceInfo (a
+        ``ResourceClient[KubeObject]``; a name is resolved on its first call).
+        Makes no request. Raises ``ValueError`` for an invalid namespace, or a
+        namespace given with a cluster-scoped model, ``LookupError`` naming a
+        class that is not a registered model, and ``TypeError`` for anything else."""
         return ResourceClient(self, resource, namespace)
 
     @property

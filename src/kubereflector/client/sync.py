@@ -20,11 +20,13 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
+
+from typing_extensions import overload  # get_overloads() sees it on Python 3.10 too
 
 from .._aio.loop_thread import LoopThread
 from ..cache.compact import ObjectMode
-from ..cache.keys import KubeObject
+from ..cache.keys import KubeObject, ModelT
 from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ._lines import MAX_LINE_BYTES
 from .config import ClientConfig
@@ -126,11 +128,24 @@ class SyncClient:
             raise RuntimeError("the SyncClient is closed")
         return self._thread.run(coro)
 
+    @overload
+    def resource(
+        self, resource: type[ModelT], *, namespace: str | None = None
+    ) -> SyncResourceClient[ModelT]: ...
+
+    @overload
     def resource(
         self, resource: str | ResourceInfo, *, namespace: str | None = None
-    ) -> SyncResourceClient:
-        """The blocking :class:`SyncResourceClient` of ``resource`` in ``namespace``
-        (see :meth:`Client.resource <kubereflector.client.Client.resource>`)."""
+    ) -> SyncResourceClient[KubeObject]: ...
+
+    def resource(
+        self, resource: str | ResourceInfo | type[ModelT], *, namespace: str | None = None
+    ) -> SyncResourceClient[Any]:
+        """The blocking :class:`SyncResourceClient` of ``resource`` in ``namespace``:
+        a ``SyncResourceClient[Pod]`` for the model ``Pod``, a
+        ``SyncResourceClient[KubeObject]`` for a name or a ResourceInfo; the
+        arguments and errors are :meth:`Client.resource
+        <kubereflector.client.Client.resource>`'s."""
         return SyncResourceClient(self, self._client.resource(resource, namespace=namespace))
 
     def request(
@@ -180,15 +195,17 @@ class SyncClient:
         return f"<SyncClient {self.server}{state}>"
 
 
-class SyncResourceClient:
+class SyncResourceClient(Generic[ModelT]):
     """The blocking twin of :class:`~kubereflector.client.ResourceClient`: the same
     methods with the same arguments, results and errors, each running the async
-    one on the :class:`SyncClient`'s loop. Thread-safe (see :class:`SyncClient`).
+    one on the :class:`SyncClient`'s loop. A ``SyncResourceClient[T]`` takes and
+    returns ``T`` objects, as a ``ResourceClient[T]`` does. Thread-safe (see
+    :class:`SyncClient`).
     """
 
     __slots__ = ("_resource", "_sync")
 
-    def __init__(self, sync: SyncClient, resource: ResourceClient) -> None:
+    def __init__(self, sync: SyncClient, resource: ResourceClient[ModelT]) -> None:
         self._sync = sync
         self._resource = resource
 
@@ -211,7 +228,7 @@ class SyncResourceClient:
         return self._resource.url
 
     @property
-    def resource_client(self) -> ResourceClient:
+    def resource_client(self) -> ResourceClient[ModelT]:
         """The async ResourceClient underneath (for coroutines on the client's loop)."""
         return self._resource
 
@@ -221,7 +238,7 @@ class SyncResourceClient:
         <kubereflector.client.ResourceClient.resource_info>`)."""
         return self._sync.run(self._resource.resource_info())
 
-    def get(self, name: str) -> dict[str, Any]:
+    def get(self, name: str) -> ModelT:
         """The object ``name``; blocks. :class:`~kubereflector.NotFoundError` if there is none
         (:meth:`ResourceClient.get <kubereflector.client.ResourceClient.get>`)."""
         return self._sync.run(self._resource.get(name))
@@ -232,7 +249,7 @@ class SyncResourceClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int | None = None,
-    ) -> ListResult:
+    ) -> ListResult[ModelT]:
         """Every object, all pages at one resourceVersion, with the list's
         ``resource_version``; blocks (:meth:`ResourceClient.list
         <kubereflector.client.ResourceClient.list>`)."""
@@ -248,7 +265,7 @@ class SyncResourceClient:
         *,
         metadata_only: bool = False,
         object_mode: ObjectMode = "dict",
-    ) -> ListResult:
+    ) -> ListResult[ModelT]:
         """One page of a list with ``options`` as given; blocks
         (:meth:`ResourceClient.list_page <kubereflector.client.ResourceClient.list_page>`)."""
         return self._sync.run(
@@ -261,7 +278,7 @@ class SyncResourceClient:
         *,
         metadata_only: bool = False,
         object_mode: ObjectMode = "dict",
-    ) -> contextlib.AbstractContextManager[Iterator[WatchEvent]]:
+    ) -> contextlib.AbstractContextManager[Iterator[WatchEvent[ModelT]]]:
         """A watch: entering opens the stream and gives a blocking iterator of
         :class:`~kubereflector.WatchEvent`; leaving closes it. Single use
         (:meth:`ResourceClient.watch <kubereflector.client.ResourceClient.watch>`)."""
@@ -271,8 +288,8 @@ class SyncResourceClient:
         )
 
     def create(
-        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
-    ) -> dict[str, Any]:
+        self, obj: ModelT, *, dry_run: bool = False, field_manager: str | None = None
+    ) -> ModelT:
         """``POST`` a new object and return it; blocks.
         :class:`~kubereflector.AlreadyExistsError` if the name is taken
         (:meth:`ResourceClient.create <kubereflector.client.ResourceClient.create>`)."""
@@ -281,8 +298,8 @@ class SyncResourceClient:
         )
 
     def update(
-        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
-    ) -> dict[str, Any]:
+        self, obj: ModelT, *, dry_run: bool = False, field_manager: str | None = None
+    ) -> ModelT:
         """``PUT`` the object; blocks. :class:`~kubereflector.ConflictError` when its
         ``metadata.resourceVersion`` is stale (:meth:`ResourceClient.update
         <kubereflector.client.ResourceClient.update>`)."""
@@ -291,8 +308,8 @@ class SyncResourceClient:
         )
 
     def update_status(
-        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
-    ) -> dict[str, Any]:
+        self, obj: ModelT, *, dry_run: bool = False, field_manager: str | None = None
+    ) -> ModelT:
         """``PUT`` the object's ``status`` subresource; blocks. Conflicts as :meth:`update`
         (:meth:`ResourceClient.update_status
         <kubereflector.client.ResourceClient.update_status>`)."""
@@ -309,7 +326,7 @@ class SyncResourceClient:
         subresource: str | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ModelT:
         """``PATCH`` the object ``name`` (``merge``, ``json``, ``strategic``); blocks
         (:meth:`ResourceClient.patch <kubereflector.client.ResourceClient.patch>`)."""
         return self._sync.run(
@@ -325,13 +342,13 @@ class SyncResourceClient:
 
     def apply(
         self,
-        obj: KubeObject,
+        obj: ModelT,
         *,
         field_manager: str,
         force: bool = False,
         subresource: str | None = None,
         dry_run: bool = False,
-    ) -> dict[str, Any]:
+    ) -> ModelT:
         """Server-side apply as ``field_manager``; blocks.
         :class:`~kubereflector.ConflictError` for fields another manager owns, unless
         ``force`` (:meth:`ResourceClient.apply
@@ -372,23 +389,23 @@ class SyncResourceClient:
         return f"Sync{self._resource!r}"
 
 
-class _SyncWatch(contextlib.AbstractContextManager[Iterator[WatchEvent]]):
+class _SyncWatch(contextlib.AbstractContextManager[Iterator[WatchEvent[ModelT]]]):
     """A watch stream driven from a plain thread, one event per round trip."""
 
     __slots__ = ("_events", "_stream", "_sync")
 
-    def __init__(self, sync: SyncClient, stream: WatchStream) -> None:
+    def __init__(self, sync: SyncClient, stream: WatchStream[ModelT]) -> None:
         self._sync = sync
         self._stream = stream
-        self._events: AsyncIterator[WatchEvent] | None = None
+        self._events: AsyncIterator[WatchEvent[ModelT]] | None = None
 
-    def __enter__(self) -> Iterator[WatchEvent]:
+    def __enter__(self) -> Iterator[WatchEvent[ModelT]]:
         if self._events is not None:
             raise RuntimeError("a watch stream can be entered only once")
         self._events = self._sync.run(_enter(self._stream))
         return self._iterate(self._events)
 
-    def _iterate(self, events: AsyncIterator[WatchEvent]) -> Iterator[WatchEvent]:
+    def _iterate(self, events: AsyncIterator[WatchEvent[ModelT]]) -> Iterator[WatchEvent[ModelT]]:
         while True:
             more, event = self._sync.run(_next(events))
             if not more or event is None:
@@ -405,11 +422,13 @@ class _SyncWatch(contextlib.AbstractContextManager[Iterator[WatchEvent]]):
             self._sync.run(self._stream.__aexit__(exc_type, exc, tb))
 
 
-async def _enter(stream: WatchStream) -> AsyncIterator[WatchEvent]:
+async def _enter(stream: WatchStream[ModelT]) -> AsyncIterator[WatchEvent[ModelT]]:
     return await stream.__aenter__()
 
 
-async def _next(events: AsyncIterator[WatchEvent]) -> tuple[bool, WatchEvent | None]:
+async def _next(
+    events: AsyncIterator[WatchEvent[ModelT]],
+) -> tuple[bool, WatchEvent[ModelT] | None]:
     try:
         return True, await events.__anext__()
     except StopAsyncIteration:

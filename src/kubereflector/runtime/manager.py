@@ -61,6 +61,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 from .._aio.loop_thread import LoopThread, call_in_loop
 from .._aio.signals import LoopStopSignals, ThreadStopSignals
 from .._aio.timeout import within
+from ..cache.keys import KubeObject, ModelT
+from ..client._models import model_info
 from ..client.config import ClientConfig
 from ..client.events import EventRecorder
 from ..client.rest import Client
@@ -75,6 +77,7 @@ from ..leaderelection import (
     default_identity,
 )
 from ..metrics import Metrics, MetricsServer
+from ._recorders import Recorders, watches_alive
 from .controller import Controller
 from .handlers import Mapper
 from .options import ControllerOptions, InformerOptions, _checked_informers, _checked_options
@@ -158,12 +161,20 @@ class _Spec:
     """A reconciler as registered (names resolved at the start)."""
 
     reconcile: ReconcileFunc
-    for_: str
-    owns: tuple[str, ...]
-    watches: tuple[tuple[str, Mapper], ...]
+    for_: str | type[KubeObject]
+    owns: tuple[str | type[KubeObject], ...]
+    watches: tuple[tuple[str | type[KubeObject], Mapper], ...]
     predicates: tuple[Predicate, ...]
     options: ControllerOptions
     name: str
+
+
+def _is_resource(resource: object) -> bool:
+    """A resource name (non-empty) or a model class (checked when registered)."""
+    if isinstance(resource, type):
+        model_info(resource)  # LookupError naming a class that is not a registered model
+        return True
+    return isinstance(resource, str) and bool(resource)
 
 
 def _pod_namespace() -> str | None:
@@ -267,20 +278,19 @@ class Manager:
         self._own_writes: OwnWrites | None = None
         if read_your_writes_timeout is not None:
             self._own_writes = OwnWrites(
-                self._informer_of,
+                self._cached,
                 namespace=self._namespace,
                 timeout=read_your_writes_timeout,
                 clock=self._clock,
             )
         self._listers: dict[int, ReadYourWritesLister] = {}
-        self._recorders: dict[str, EventRecorder] = {}
-        self._stale_watch_threshold = stale_watch_threshold
+        self._recorders = Recorders(self._client, self._clock)
         self._specs: list[_Spec] = []
         self._runnables: list[tuple[Runnable, bool]] = []
         self._healthz: dict[str, Callable[[], bool]] = {"ping": lambda: True}
         self._readyz: dict[str, Callable[[], bool]] = {"informers": self._informers_synced}
         if stale_watch_threshold is not None:
-            self._readyz["watches"] = self._watches_alive
+            self._readyz["watches"] = watches_alive(self._factory.informers, stale_watch_threshold)
         self._lock = threading.Lock()
         self._state = _State.NEW
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -353,17 +363,32 @@ class Manager:
         task just created), it waits for it."""
         await self._elected.wait()
 
-    def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer:
-        """The shared informer of ``resource`` (see :meth:`SharedInformerFactory.informer_for
-        <kubereflector.SharedInformerFactory.informer_for>`)."""
+    @overload
+    def informer_for(self, resource: type[ModelT]) -> SharedIndexInformer[ModelT]: ...
+
+    @overload
+    def informer_for(self, resource: str | ResourceInfo) -> SharedIndexInformer[KubeObject]: ...
+
+    def informer_for(self, resource: str | ResourceInfo | type[ModelT]) -> SharedIndexInformer[Any]:
+        """The shared informer of ``resource``: a ``SharedIndexInformer[Pod]`` for
+        the model ``Pod``, of :data:`~kubereflector.KubeObject` for a name or a
+        ResourceInfo (see :meth:`SharedInformerFactory.informer_for
+        <kubereflector.SharedInformerFactory.informer_for>`, which raises the same)."""
         return self._factory.informer_for(resource)
 
-    def lister_for(self, resource: str | ResourceInfo) -> Lister:
-        """The lister over the shared cache of ``resource``: what reconcilers read.
+    @overload
+    def lister_for(self, resource: type[ModelT]) -> Lister[ModelT]: ...
+
+    @overload
+    def lister_for(self, resource: str | ResourceInfo) -> Lister[KubeObject]: ...
+
+    def lister_for(self, resource: str | ResourceInfo | type[ModelT]) -> Lister[Any]:
+        """The lister over the shared cache of ``resource``: what reconcilers read
+        (``manager.lister_for(Pod)`` is a ``Lister[Pod]``; see :meth:`informer_for`).
         Inside a reconcile its reads do not miss what that reconcile's request wrote
         through :attr:`client` (see :mod:`kubereflector.runtime.read_your_writes`;
         ``informer_for(resource).lister`` reads the cache as it is)."""
-        informer = self._factory.informer_for(resource)
+        informer: SharedIndexInformer[Any] = self._factory.informer_for(resource)
         ledger = self._own_writes
         if ledger is None:
             return informer.lister
@@ -387,18 +412,9 @@ class Manager:
         any thread: it sends from the manager's event loop once the manager is
         entered or runs (what is recorded before waits), and the manager flushes it
         (within ``graceful_shutdown_timeout``) when it stops."""
-        if not isinstance(name, str) or not name:
-            raise ValueError("an event recorder needs a name (its reportingController)")
-        with self._lock:
-            recorder = self._recorders.get(name)
-            if recorder is None:
-                recorder = EventRecorder._bound_later(self._client, name, clock=self._clock)
-                self._recorders[name] = recorder
-                if self._loop is not None:
-                    recorder._bind(self._loop)
-        return recorder
+        return self._recorders.get(name)
 
-    def _informer_of(self, resource: ResourceInfo) -> SharedIndexInformer | None:
+    def _cached(self, resource: ResourceInfo) -> SharedIndexInformer | None:
         """The manager's informer of ``resource``, if it made one (for the ledger)."""
         return self._factory.informers().get(resource.qualified_name)
 
@@ -440,21 +456,6 @@ class Manager:
         informers = self._factory.informers().values()
         return self._state is _State.RUNNING and all(i.has_synced() for i in informers)
 
-    def _watches_alive(self) -> bool:
-        """Whether every informer heard from the API server within the threshold."""
-        threshold = self._stale_watch_threshold
-        assert threshold is not None
-        for name, informer in self._factory.informers().items():
-            silence = informer.stats().watch_silence
-            if silence is not None and silence > threshold:
-                logger.warning(
-                    "readyz: the informer of %s has not heard from the API server for %.0fs",
-                    name,
-                    silence,
-                )
-                return False
-        return True
-
     def _check_new(self, what: str) -> None:
         if self._state in (_State.RUNNING, _State.STOPPED):
             raise ManagerError(f"add {what} before the manager runs")
@@ -464,10 +465,10 @@ class Manager:
     @overload
     def reconciler(
         self,
-        for_: str,
+        for_: str | type[KubeObject],
         *,
-        owns: Iterable[str] = (),
-        watches: Iterable[tuple[str, Mapper]] = (),
+        owns: Iterable[str | type[KubeObject]] = (),
+        watches: Iterable[tuple[str | type[KubeObject], Mapper]] = (),
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
         name: str | None = None,
@@ -477,10 +478,10 @@ class Manager:
     @overload
     def reconciler(
         self,
-        for_: str,
+        for_: str | type[KubeObject],
         *,
-        owns: Iterable[str] = (),
-        watches: Iterable[tuple[str, Mapper]] = (),
+        owns: Iterable[str | type[KubeObject]] = (),
+        watches: Iterable[tuple[str | type[KubeObject], Mapper]] = (),
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
         name: str | None = None,
@@ -489,17 +490,18 @@ class Manager:
 
     def reconciler(
         self,
-        for_: str,
+        for_: str | type[KubeObject],
         *,
-        owns: Iterable[str] = (),
-        watches: Iterable[tuple[str, Mapper]] = (),
+        owns: Iterable[str | type[KubeObject]] = (),
+        watches: Iterable[tuple[str | type[KubeObject], Mapper]] = (),
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
         name: str | None = None,
         reconcile: F | None = None,
     ) -> Callable[[F], F] | F:
         """Register a reconciler of ``for_`` (a resource name discovery resolves:
-        ``"configmaps"``, ``"deploy"``, ``"widgets.example.com"``).
+        ``"configmaps"``, ``"deploy"``, ``"widgets.example.com"``; or a model class:
+        ``ConfigMap``, see :meth:`informer_for`).
 
         As a decorator (``@manager.reconciler("configmaps")``) or a plain call
         (``manager.reconciler("configmaps", reconcile=fn)``); either way the
@@ -508,33 +510,39 @@ class Manager:
         pairs; ``predicates``: filters on ``for_``'s events (all must pass);
         ``options``: :class:`~kubereflector.runtime.ControllerOptions` (workers,
         rate limiter); ``name``: see :class:`~kubereflector.runtime.Controller`
-        (the default name is ``for_`` as written). Raises :class:`ManagerError`
-        once the manager runs, ``TypeError``/``ValueError`` for arguments of the
-        wrong shape, and
+        (the default name is ``for_`` as written, or a model's qualified resource
+        name: ``deployments.apps``). ``owns`` and ``watches`` take names and models
+        alike. Raises :class:`ManagerError` once the manager runs,
+        ``TypeError``/``ValueError`` for arguments of the wrong shape,
+        ``LookupError`` naming a class that is not a registered model, and
         ``ValueError`` for a name already registered. Unknown resource names
         are reported by :meth:`run`.
         """
-        if not isinstance(for_, str) or not for_:
-            raise TypeError(f"for_ is a resource name, not {for_!r}")
+        if not _is_resource(for_):
+            raise TypeError(f"for_ is a resource name or a model, not {for_!r}")
         owns_t = tuple(owns) if not isinstance(owns, str) else (owns,)
         for owned in owns_t:
-            if not isinstance(owned, str) or not owned:
-                raise TypeError(f"owns takes resource names, not {owned!r}")
-        watches_t: list[tuple[str, Mapper]] = []
+            if not _is_resource(owned):
+                raise TypeError(f"owns takes resource names or models, not {owned!r}")
+        watches_t: list[tuple[str | type[KubeObject], Mapper]] = []
         for watch in watches:
             if (
                 not isinstance(watch, tuple)
                 or len(watch) != 2
-                or not isinstance(watch[0], str)
+                or not _is_resource(watch[0])
                 or not callable(watch[1])
             ):
-                raise TypeError(f"watches takes (resource name, mapper) pairs, not {watch!r}")
+                raise TypeError(
+                    f"watches takes (resource name or model, mapper) pairs, not {watch!r}"
+                )
             watches_t.append(watch)
         for p in predicates:
             if not isinstance(p, Predicate):
                 raise TypeError(f"predicates are Predicates, not {type(p).__name__}")
         options = _checked_options(options)
-        controller_name = name or for_
+        controller_name = name or (
+            for_ if isinstance(for_, str) else model_info(for_).qualified_name
+        )
 
         def register(fn: F) -> F:
             if not callable(fn):
@@ -605,9 +613,7 @@ class Manager:
             self._finished = asyncio.Event()
             if self._stop_requested:
                 self._stop_event.set()
-            recorders = list(self._recorders.values())
-        for recorder in recorders:
-            recorder._bind(loop)
+        self._recorders.bind(loop)
         observers = getattr(self._client, "write_observers", None)
         if self._own_writes is not None and isinstance(observers, list):
             observers.append(self._own_writes)
@@ -623,7 +629,7 @@ class Manager:
             await self._finished.wait()  # run() in another task: let it finish first
         self._state = _State.STOPPED
         try:
-            await self._flush_recorders()
+            await self._recorders.flush(self._graceful_timeout)
             observers = getattr(self._client, "write_observers", None)
             if isinstance(observers, list) and self._own_writes in observers:
                 observers.remove(self._own_writes)
@@ -631,20 +637,6 @@ class Manager:
         finally:
             if self._owns_client:
                 await self._client.close()
-
-    async def _flush_recorders(self) -> None:
-        with self._lock:
-            recorders = list(self._recorders.values())
-        for recorder in recorders:
-            await self._flush(recorder)
-
-    async def _flush(self, recorder: EventRecorder) -> None:
-        try:
-            await within(self._clock, self._graceful_timeout, recorder.flush())
-        except TimeoutError:
-            logger.warning("events of %s not sent within the shutdown timeout", recorder)
-        except Exception as err:  # a closed loop, a broken client: nothing to wait for
-            logger.debug("could not flush %s: %s", recorder, err)
 
     async def run(self, *, handle_signals: bool = True) -> None:
         """Run until stopped (see the module documentation for the steps).
@@ -779,13 +771,10 @@ class Manager:
     async def _plan(self, spec: _Spec) -> Callable[[], Controller]:
         """Resolve a spec's names and make its informers; a maker of its Controller
         (one per leadership term)."""
-        factory = self._factory
-        info = await factory.resolve(spec.for_)
-        informer = factory.informer_for(info)
-        owned = [factory.informer_for(await factory.resolve(name)) for name in spec.owns]
+        info, informer = await self._informer_of(spec.for_)
+        owned = [(await self._informer_of(resource))[1] for resource in spec.owns]
         watched = [
-            (factory.informer_for(await factory.resolve(name)), mapper)
-            for name, mapper in spec.watches
+            ((await self._informer_of(resource))[1], mapper) for resource, mapper in spec.watches
         ]
 
         def make() -> Controller:
@@ -803,6 +792,16 @@ class Manager:
             )
 
         return make
+
+    async def _informer_of(
+        self, resource: str | type[KubeObject]
+    ) -> tuple[ResourceInfo, SharedIndexInformer[Any]]:
+        """The resource (a name resolved through discovery, or a model) and its
+        shared informer."""
+        if isinstance(resource, str):
+            info = await self._factory.resolve(resource)
+            return info, self._factory.informer_for(info)
+        return model_info(resource), self._factory.informer_for(resource)
 
     async def _lead(self, plans: list[Callable[[], Controller]]) -> None:
         """Run one Controller per spec until they stop or this is cancelled (when
@@ -886,7 +885,7 @@ class Manager:
             logger.warning("lost lease %s; campaigning again", lock.describe())
 
     def __repr__(self) -> str:
-        names = ", ".join(s.name or s.for_ for s in self._specs)
+        names = ", ".join(s.name for s in self._specs)
         return f"<Manager {self._state.value} reconcilers=[{names}] leading={self._leading}>"
 
 

@@ -62,14 +62,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from .._aio.tasks import running_loop
-from ..cache.keys import DeletedFinalStateUnknown, get_resource_version, get_uid
+from ..cache.keys import DeletedFinalStateUnknown, T, get_resource_version, get_uid
 from ..cache.listers import Lister, NamespaceLister, SelectorLike
 from ..clock import Clock, RealClock
 from ._context import current_reconcile
 from .reconcile import Request
 
 if TYPE_CHECKING:
-    from ..cache.keys import KubeObject
     from ..cache.shared_informer import SharedIndexInformer
     from ..client.discovery import ResourceInfo
 
@@ -497,50 +496,50 @@ class _Observer:
         return f"<read-your-writes observer of {self._tracked.name}>"
 
 
-class ReadYourWritesLister(Lister["KubeObject"]):
+class ReadYourWritesLister(Lister[T]):
     """The manager's lister of one informer: a :class:`~kubereflector.Lister` whose
     reads inside a reconcile first check that reconcile's writes
     (:meth:`OwnWrites.check_read`)."""
 
     __slots__ = ("_informer", "_ledger")
 
-    def __init__(self, informer: SharedIndexInformer[Any], ledger: OwnWrites) -> None:
+    def __init__(self, informer: SharedIndexInformer[T], ledger: OwnWrites) -> None:
         super().__init__(informer.indexer)
         self._informer = informer
         self._ledger = ledger
 
-    def list(self, selector: SelectorLike = None) -> builtins.list[KubeObject]:
+    def list(self, selector: SelectorLike = None) -> builtins.list[T]:
         """As :meth:`Lister.list <kubereflector.Lister.list>`, after the check."""
         self._ledger.check_read(self._informer, None)
         return super().list(selector)
 
-    def get(self, name: str) -> KubeObject | None:
+    def get(self, name: str) -> T | None:
         """As :meth:`Lister.get <kubereflector.Lister.get>`, after the check."""
         self._ledger.check_read(self._informer, name)
         return super().get(name)
 
     def by_index(
         self, index_name: str, indexed_value: str, selector: SelectorLike = None
-    ) -> builtins.list[KubeObject]:
+    ) -> builtins.list[T]:
         """As :meth:`Lister.by_index <kubereflector.Lister.by_index>`, after the check."""
         self._ledger.check_read(self._informer, None)
         return super().by_index(index_name, indexed_value, selector)
 
-    def namespaced(self, namespace: str) -> NamespaceLister[KubeObject]:
+    def namespaced(self, namespace: str) -> NamespaceLister[T]:
         """A :class:`~kubereflector.NamespaceLister` whose reads check too."""
         return _ReadYourWritesNamespaceLister(self, namespace)
 
 
-class _ReadYourWritesNamespaceLister(NamespaceLister["KubeObject"]):
+class _ReadYourWritesNamespaceLister(NamespaceLister[T]):
     __slots__ = ()
 
-    def list(self, selector: SelectorLike = None) -> builtins.list[KubeObject]:
+    def list(self, selector: SelectorLike = None) -> builtins.list[T]:
         lister = self._lister
         assert isinstance(lister, ReadYourWritesLister)
         lister._ledger.check_read(lister._informer, None)
         return super().list(selector)
 
-    def get(self, name: str) -> KubeObject | None:
+    def get(self, name: str) -> T | None:
         lister = self._lister
         assert isinstance(lister, ReadYourWritesLister)
         lister._ledger.check_read(lister._informer, _key(self._namespace, name))

@@ -79,16 +79,18 @@ class _Reader(Protocol):
     def get(self, name: str) -> Any: ...
 
 
-class _AsyncWriter(Protocol):
-    async def get(self, name: str) -> dict[str, Any]: ...
+class _AsyncWriter(Protocol[ObjT]):
+    """What the helpers need of a :class:`~kubereflector.client.ResourceClient`."""
+
+    async def get(self, name: str) -> ObjT: ...
 
     async def create(
-        self, obj: Mapping[str, Any], *, dry_run: bool = ..., field_manager: str | None = ...
-    ) -> dict[str, Any]: ...
+        self, obj: ObjT, *, dry_run: bool = ..., field_manager: str | None = ...
+    ) -> ObjT: ...
 
     async def update(
-        self, obj: Mapping[str, Any], *, dry_run: bool = ..., field_manager: str | None = ...
-    ) -> dict[str, Any]: ...
+        self, obj: ObjT, *, dry_run: bool = ..., field_manager: str | None = ...
+    ) -> ObjT: ...
 
     async def patch(
         self,
@@ -99,29 +101,31 @@ class _AsyncWriter(Protocol):
         subresource: str | None = ...,
         dry_run: bool = ...,
         field_manager: str | None = ...,
-    ) -> dict[str, Any]: ...
+    ) -> ObjT: ...
 
     async def apply(
         self,
-        obj: Mapping[str, Any],
+        obj: ObjT,
         *,
         field_manager: str,
         force: bool = ...,
         subresource: str | None = ...,
         dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
+    ) -> ObjT: ...
 
 
-class _SyncWriter(Protocol):
-    def get(self, name: str) -> dict[str, Any]: ...
+class _SyncWriter(Protocol[ObjT]):
+    """What the helpers need of a :class:`~kubereflector.client.SyncResourceClient`."""
+
+    def get(self, name: str) -> ObjT: ...
 
     def create(
-        self, obj: Mapping[str, Any], *, dry_run: bool = ..., field_manager: str | None = ...
-    ) -> dict[str, Any]: ...
+        self, obj: ObjT, *, dry_run: bool = ..., field_manager: str | None = ...
+    ) -> ObjT: ...
 
     def update(
-        self, obj: Mapping[str, Any], *, dry_run: bool = ..., field_manager: str | None = ...
-    ) -> dict[str, Any]: ...
+        self, obj: ObjT, *, dry_run: bool = ..., field_manager: str | None = ...
+    ) -> ObjT: ...
 
     def patch(
         self,
@@ -132,17 +136,17 @@ class _SyncWriter(Protocol):
         subresource: str | None = ...,
         dry_run: bool = ...,
         field_manager: str | None = ...,
-    ) -> dict[str, Any]: ...
+    ) -> ObjT: ...
 
     def apply(
         self,
-        obj: Mapping[str, Any],
+        obj: ObjT,
         *,
         field_manager: str,
         force: bool = ...,
         subresource: str | None = ...,
         dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
+    ) -> ObjT: ...
 
 
 # -- field managers ---------------------------------------------------------------------
@@ -165,7 +169,7 @@ def default_field_manager(field_manager: str | None = None) -> str:
 
 
 async def apply(
-    api: _AsyncWriter,
+    api: _AsyncWriter[ObjT],
     obj: ObjT,
     *,
     field_manager: str | None = None,
@@ -182,11 +186,11 @@ async def apply(
     status."""
     manager = default_field_manager(field_manager)
     result = await api.apply(obj, field_manager=manager, force=force, subresource=subresource)
-    return cast("ObjT", result)
+    return result
 
 
 def apply_sync(
-    api: _SyncWriter,
+    api: _SyncWriter[ObjT],
     obj: ObjT,
     *,
     field_manager: str | None = None,
@@ -197,7 +201,7 @@ def apply_sync(
     :class:`~kubereflector.client.SyncResourceClient`); blocks."""
     manager = default_field_manager(field_manager)
     result = api.apply(obj, field_manager=manager, force=force, subresource=subresource)
-    return cast("ObjT", result)
+    return result
 
 
 # -- the pure parts ----------------------------------------------------------------------
@@ -285,7 +289,7 @@ def _patch_result(object_patched: bool, status_patched: bool) -> OperationResult
 
 
 async def create_or_update(
-    api: _AsyncWriter,
+    api: _AsyncWriter[ObjT],
     obj: ObjT,
     mutate: Callable[[ObjT], None],
     *,
@@ -306,18 +310,18 @@ async def create_or_update(
         except NotFoundError:
             existing = None
     if existing is None:
-        created = await api.create(_mutated(obj, mutate), field_manager=field_manager)
-        return OperationResult.CREATED, cast("ObjT", created)
+        created = await api.create(cast("ObjT", _mutated(obj, mutate)), field_manager=field_manager)
+        return OperationResult.CREATED, created
     current = _plain(existing)
     wanted = _mutated(current, mutate)
     if wanted == current:
         return OperationResult.NONE, cast("ObjT", existing)
-    updated = await api.update(wanted, field_manager=field_manager)
-    return OperationResult.UPDATED, cast("ObjT", updated)
+    updated = await api.update(cast("ObjT", wanted), field_manager=field_manager)
+    return OperationResult.UPDATED, updated
 
 
 def create_or_update_sync(
-    api: _SyncWriter,
+    api: _SyncWriter[ObjT],
     obj: ObjT,
     mutate: Callable[[ObjT], None],
     *,
@@ -334,21 +338,21 @@ def create_or_update_sync(
         except NotFoundError:
             existing = None
     if existing is None:
-        created = api.create(_mutated(obj, mutate), field_manager=field_manager)
-        return OperationResult.CREATED, cast("ObjT", created)
+        created = api.create(cast("ObjT", _mutated(obj, mutate)), field_manager=field_manager)
+        return OperationResult.CREATED, created
     current = _plain(existing)
     wanted = _mutated(current, mutate)
     if wanted == current:
         return OperationResult.NONE, cast("ObjT", existing)
-    updated = api.update(wanted, field_manager=field_manager)
-    return OperationResult.UPDATED, cast("ObjT", updated)
+    updated = api.update(cast("ObjT", wanted), field_manager=field_manager)
+    return OperationResult.UPDATED, updated
 
 
 # -- create or patch -------------------------------------------------------------------------
 
 
 async def create_or_patch(
-    api: _AsyncWriter,
+    api: _AsyncWriter[ObjT],
     obj: ObjT,
     mutate: Callable[[ObjT], None],
     *,
@@ -368,8 +372,8 @@ async def create_or_patch(
         except NotFoundError:
             existing = None
     if existing is None:
-        created = await api.create(_mutated(obj, mutate), field_manager=field_manager)
-        return OperationResult.CREATED, cast("ObjT", created)
+        created = await api.create(cast("ObjT", _mutated(obj, mutate)), field_manager=field_manager)
+        return OperationResult.CREATED, created
     current = _plain(existing)
     object_patch, status_patch = _patches(current, _mutated(current, mutate))
     result: Mapping[str, Any] = existing
@@ -383,7 +387,7 @@ async def create_or_patch(
 
 
 def create_or_patch_sync(
-    api: _SyncWriter,
+    api: _SyncWriter[ObjT],
     obj: ObjT,
     mutate: Callable[[ObjT], None],
     *,
@@ -400,8 +404,8 @@ def create_or_patch_sync(
         except NotFoundError:
             existing = None
     if existing is None:
-        created = api.create(_mutated(obj, mutate), field_manager=field_manager)
-        return OperationResult.CREATED, cast("ObjT", created)
+        created = api.create(cast("ObjT", _mutated(obj, mutate)), field_manager=field_manager)
+        return OperationResult.CREATED, created
     current = _plain(existing)
     object_patch, status_patch = _patches(current, _mutated(current, mutate))
     result: Mapping[str, Any] = existing

@@ -1,4 +1,5 @@
-"""ResourceClient: the requests each verb sends, and what it refuses before sending any."""
+"""ResourceClient: the requests each verb sends, and what it refuses before sending any;
+typed by a model, the same requests without asking discovery."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from typing_extensions import NotRequired, TypedDict
 
 from fake_http import FakeServer, serve, status
 from kubereflector import MethodNotAllowedError
 from kubereflector.client import Client, ClientConfig, ResourceClient, ResourceInfo
+from kubereflector.models import ApiResource, ConfigMap, Namespace, register
+from kubereflector.models.meta_v1 import ObjectMeta
 
 pytestmark = pytest.mark.asyncio
 
@@ -237,3 +241,95 @@ async def test_client_resource_resolves_lazily_through_discovery(
     assert paths == ["/api", "/apis", f"{CM_PATH}/a", CM_PATH]
     with pytest.raises(MethodNotAllowedError, match="its verbs: get, create"):
         await cms.delete("a")
+
+
+# -- models: typed clients, resolved without discovery -----------------------------------
+
+
+class Widget(TypedDict):
+    """A custom resource's model of the tests' own, cluster-scoped."""
+
+    apiVersion: NotRequired[str]
+    kind: NotRequired[str]
+    metadata: NotRequired[ObjectMeta]
+    size: NotRequired[int]
+
+
+register(Widget, ApiResource("example.com", "v1", "Widget", "widgets", namespaced=False))
+
+
+async def test_a_model_is_resolved_without_discovery(setup: tuple[FakeServer, Client]) -> None:
+    server, client = setup
+    cms = client.resource(ConfigMap, namespace="ns")
+    assert await cms.resource_info() == ResourceInfo("", "v1", "configmaps", "ConfigMap", True)
+    assert (cms.resource_name, cms.url) == ("v1/configmaps", f"{server.url}{CM_PATH}")
+    assert repr(cms) == "ResourceClient(v1/configmaps, namespace='ns')"
+    await cms.get("a")
+    await cms.create({"metadata": {"name": "a"}, "data": {"k": "v"}})
+    await cms.update({"metadata": {"name": "a"}})
+    await cms.update_status({"metadata": {"name": "a"}})
+    await cms.patch("a", {"data": {"k": "w"}})
+    await cms.apply({"metadata": {"name": "a"}}, field_manager="me")
+    await cms.delete("a")
+    assert [(r.method, r.path) for r in server.requests] == [
+        ("GET", f"{CM_PATH}/a"),
+        ("POST", CM_PATH),
+        ("PUT", f"{CM_PATH}/a"),
+        ("PUT", f"{CM_PATH}/a/status"),
+        ("PATCH", f"{CM_PATH}/a"),
+        ("PATCH", f"{CM_PATH}/a"),
+        ("DELETE", f"{CM_PATH}/a"),
+    ]
+    created = json.loads(server.requests[1].body)
+    assert (created["apiVersion"], created["kind"]) == ("v1", "ConfigMap")  # from the model
+
+
+async def test_a_custom_resource_s_model_gives_its_group_and_scope(
+    setup: tuple[FakeServer, Client],
+) -> None:
+    server, client = setup
+    server.route("POST", "/apis/example.com/v1/widgets", echo)
+    widgets = client.resource(Widget)
+    created = await widgets.create({"metadata": {"name": "w"}, "size": 3})
+    assert created == {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "size": 3,
+    }
+    assert server.paths() == ["/apis/example.com/v1/widgets"]
+
+
+async def test_a_model_s_scope_is_checked_before_any_request(
+    setup: tuple[FakeServer, Client],
+) -> None:
+    server, client = setup
+    # A cluster-scoped model asked for in a namespace: the namespace is a mistake.
+    with pytest.raises(ValueError, match=r"Widget \(widgets\.example\.com\) is cluster-scoped"):
+        client.resource(Widget, namespace="ns")
+    with pytest.raises(ValueError, match=r"Namespace \(namespaces\) is cluster-scoped"):
+        ResourceClient(client, Namespace, "ns")
+    # A namespaced model asked for without one: every verb on one object says so.
+    anywhere = client.resource(ConfigMap)
+    with pytest.raises(ValueError, match="configmaps is namespaced: a namespace is needed"):
+        await anywhere.get("a")
+    with pytest.raises(ValueError, match="configmaps is namespaced: to create 'a'"):
+        await anywhere.create({"metadata": {"name": "a"}})
+    with pytest.raises(ValueError, match="configmaps is namespaced"):
+        await anywhere.delete("a")
+    assert server.requests == []
+
+
+async def test_a_class_that_is_not_a_registered_model_is_named(
+    setup: tuple[FakeServer, Client],
+) -> None:
+    server, client = setup
+
+    class Gadget(TypedDict):
+        size: int
+
+    with pytest.raises(LookupError, match=r"test_resource_client\..*Gadget is not a registered"):
+        client.resource(Gadget)
+    with pytest.raises(TypeError, match=r"a name, a ResourceInfo or a model class .*, not dict"):
+        client.resource({"kind": "Pod"})  # type: ignore[call-overload]
+    assert server.requests == []

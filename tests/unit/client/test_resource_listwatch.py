@@ -29,6 +29,7 @@ from kubereflector.client import (
     ResourceListWatch,
     UnknownResourceError,
 )
+from kubereflector.models import Deployment, Node
 from running_task import running
 
 pytestmark = pytest.mark.asyncio
@@ -133,6 +134,18 @@ async def test_a_resource_info_needs_no_discovery(api: tuple[Api, Client]) -> No
     paths = await list_and_watch_paths(lw, server_api)
     assert paths == ["/apis/apps/v1/namespaces/ns/deployments"] * 2
     assert server_api.discovery_requests() == 0
+
+
+async def test_a_model_needs_no_discovery(api: tuple[Api, Client]) -> None:
+    server_api, client = api
+    lw = ResourceListWatch(client, Deployment, namespace="ns")
+    assert await lw.resource_info() == ResourceInfo("apps", "v1", "deployments", "Deployment", True)
+    assert lw.with_object_mode("compact").resource is lw.resource
+    paths = await list_and_watch_paths(lw, server_api)
+    assert paths == ["/apis/apps/v1/namespaces/ns/deployments"] * 2
+    assert server_api.discovery_requests() == 0
+    with pytest.raises(ValueError, match=r"Node \(nodes\) is cluster-scoped"):
+        ResourceListWatch(client, Node, namespace="ns")
 
 
 async def test_resolved_once(api: tuple[Api, Client]) -> None:

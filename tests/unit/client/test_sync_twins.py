@@ -7,9 +7,10 @@ class, with the same parameters (names, kinds, defaults and annotations, as
 written), and the sync class has nothing public of its own beyond what is
 listed. The return annotations are the same too, but for coroutine versus plain
 function (``async def get(...) -> dict`` twins ``def get(...) -> dict``) and the
-mappings in ``RETURNS``. Everything that differs on purpose is listed below, each
-with its reason; a listed difference that no longer exists fails as well, so the
-lists cannot go stale.
+mappings in ``RETURNS``. An overloaded method (``resource(Pod)`` versus
+``resource("pods")``) has the same overloads, in the same order, compared the same
+way. Everything that differs on purpose is listed below, each with its reason; a
+listed difference that no longer exists fails as well, so the lists cannot go stale.
 
 Instance attributes set in ``__init__`` (``Client.config``,
 ``Client.request_metrics``) are not class members and are not compared.
@@ -23,18 +24,23 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from typing_extensions import get_overloads, overload
 
 from kubereflector import WatchEvent, WatchStream
+from kubereflector.cache.keys import ModelT
 from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient
 
 # What an async return annotation becomes on the sync side (as written in the source).
 RETURNS = {
     # An async context manager giving an async iterator of events becomes a context
     # manager giving a blocking iterator of them.
-    "WatchStream": "contextlib.AbstractContextManager[Iterator[WatchEvent]]",
+    "WatchStream[ModelT]": "contextlib.AbstractContextManager[Iterator[WatchEvent[ModelT]]]",
     # Client.resource() hands out the async per-resource client, SyncClient.resource()
-    # its blocking twin.
-    "ResourceClient": "SyncResourceClient",
+    # its blocking twin: typed by a model, of KubeObject for a name, either in the
+    # implementation.
+    "ResourceClient[ModelT]": "SyncResourceClient[ModelT]",
+    "ResourceClient[KubeObject]": "SyncResourceClient[KubeObject]",
+    "ResourceClient[Any]": "SyncResourceClient[Any]",
 }
 
 # -- Client and SyncClient --------------------------------------------------------
@@ -131,6 +137,19 @@ def differences(async_cls: type, sync_cls: type, name: str) -> list[str]:
         return []
     if not inspect.isfunction(twin) or inspect.iscoroutinefunction(twin):
         return [f"{where} is not a plain (blocking) method"]
+    found = _compare(ours, twin, where)
+    our_overloads, twin_overloads = get_overloads(ours), get_overloads(twin)
+    if len(our_overloads) != len(twin_overloads):
+        found.append(f"{where} has {len(twin_overloads)} overloads, not {len(our_overloads)}")
+    pairs = zip(our_overloads, twin_overloads, strict=False)  # a missing one is reported above
+    for number, (one, other) in enumerate(pairs, start=1):
+        found.extend(_compare(one, other, f"{where} (overload {number})"))
+    return found
+
+
+def _compare(ours: Any, twin: Any, where: str) -> list[str]:
+    """How the signature of ``twin`` differs from that of ``ours`` (parameters and,
+    through ``RETURNS``, the return annotation)."""
     found = []
     if parameters(ours) != parameters(twin):
         found.append(f"{where}{signature(twin)} differs from {signature(ours)}")
@@ -181,7 +200,7 @@ def test_the_comparison_sees_a_parameter_added_to_one_side() -> None:
         async def get(self, name: str, *, dry_run: bool = False) -> dict[str, Any]:
             raise NotImplementedError
 
-        def watch(self, options: int | None = None) -> WatchStream:
+        def watch(self, options: int | None = None) -> WatchStream[ModelT]:
             raise NotImplementedError
 
     class Sync:
@@ -190,7 +209,7 @@ def test_the_comparison_sees_a_parameter_added_to_one_side() -> None:
 
         def watch(
             self, options: int | None = None
-        ) -> contextlib.AbstractContextManager[Iterator[WatchEvent]]:
+        ) -> contextlib.AbstractContextManager[Iterator[WatchEvent[ModelT]]]:
             raise NotImplementedError
 
     assert differences(Async, Sync, "get") == []
@@ -220,3 +239,55 @@ def test_the_comparison_sees_a_parameter_added_to_one_side() -> None:
 
     for wrong in (Extra, OtherDefault, Positional, Untyped, Coroutine):
         assert differences(Async, wrong, "get"), wrong.__name__
+
+
+def test_the_comparison_sees_overloads_that_differ() -> None:
+    """An overload missing on one side, or one whose parameters differ, is found."""
+
+    class Async:
+        @overload
+        def resource(self, resource: int) -> int: ...
+        @overload
+        def resource(self, resource: str) -> str: ...
+        def resource(self, resource: int | str) -> int | str:
+            return resource
+
+    class Sync:
+        @overload
+        def resource(self, resource: int) -> int: ...
+        @overload
+        def resource(self, resource: str) -> str: ...
+        def resource(self, resource: int | str) -> int | str:
+            return resource
+
+    class Fewer:
+        @overload
+        def resource(self, resource: int) -> int: ...
+        @overload
+        def resource(self, resource: int | str) -> int | str: ...
+        def resource(self, resource: int | str) -> int | str:
+            return resource
+
+    class OtherOverload:
+        @overload
+        def resource(self, resource: int) -> int: ...
+        @overload
+        def resource(self, resource: bytes) -> str: ...
+        def resource(self, resource: int | str | bytes) -> int | str:
+            return str(resource)
+
+    assert differences(Async, Sync, "resource") == []
+    assert differences(Async, Fewer, "resource") == [
+        "Fewer.resource (overload 2)(resource: 'int | str') differs from (resource: 'str')",
+        "Fewer.resource (overload 2) returns 'int | str', not 'str'",
+    ]
+    assert differences(Async, OtherOverload, "resource") == [
+        "OtherOverload.resource(resource: 'int | str | bytes') differs from "
+        "(resource: 'int | str')",
+        "OtherOverload.resource (overload 2)(resource: 'bytes') differs from (resource: 'str')",
+    ]
+
+
+def test_both_clients_overload_resource_for_models_and_names() -> None:
+    """The overloads are compared: both classes have them (the check is not vacuous)."""
+    assert len(get_overloads(Client.resource)) == len(get_overloads(SyncClient.resource)) == 2

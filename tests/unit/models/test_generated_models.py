@@ -20,13 +20,12 @@ import os
 import pkgutil
 import subprocess
 import sys
-import typing
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from models_generator import ROOT, generate_models
-from typing_extensions import is_typeddict
+from typing_extensions import get_type_hints, is_typeddict
 
 import kubereflector.models as models
 from kubereflector.models import ApiResource, resource_of
@@ -130,14 +129,15 @@ def test_every_module_lists_what_it_defines() -> None:
 
 
 def test_every_annotation_resolves_at_run_time() -> None:
-    """``typing.get_type_hints`` works on every model (schemas for CRDs that embed a
-    built-in type will be built from them)."""
+    """``typing_extensions.get_type_hints`` works on every model, on every Python
+    (``typing``'s own does not know typing_extensions' NotRequired on 3.10); CRD
+    schemas that embed a built-in type will be built from the hints."""
     classes = model_classes()
     assert len(classes) > 600
     for cls in classes:
-        hints = typing.get_type_hints(cls, include_extras=True)
+        hints = get_type_hints(cls, include_extras=True)
         assert set(hints) == set(cls.__annotations__), cls
-    spec = typing.get_type_hints(models.Deployment)["spec"]
+    spec = get_type_hints(models.Deployment)["spec"]
     assert spec is importlib.import_module("kubereflector.models.apps_v1").DeploymentSpec
 
 
@@ -146,7 +146,7 @@ def test_resource_of_every_resource_kind() -> None:
     resource; each resource is its class's own kind, in its module's group-version."""
     classes = model_classes()
     listed_items = {
-        typing.get_type_hints(cls).get("items") for cls in classes if cls.__name__.endswith("List")
+        get_type_hints(cls).get("items") for cls in classes if cls.__name__.endswith("List")
     }
     resources = 0
     for cls in classes:
