@@ -41,9 +41,9 @@ that, for kubereflector:
   are queued as usual, and an echo delivered by a relist (which may have merged
   someone else's change into it) is treated as any event.
 
-Cost: a dictionary entry per written object (dropped once observed and five minutes
-old), a dictionary lookup per watch event of a resource the manager wrote to, one
-per reconcile; no extra request. A reconcile waits only when its own earlier writes
+Cost: a dictionary entry per written object (dropped after five minutes), a
+dictionary lookup per watch event of a resource the manager wrote to, one per
+reconcile; no extra request. A reconcile waits only when its own earlier writes
 are still on their way (typically milliseconds). Thread-safety: every method may be
 called from any thread.
 """
@@ -267,12 +267,14 @@ class OwnWrites:
         return tracked
 
     def _sweep_locked(self) -> None:
-        """Forget observed writes older than the retention, and empty request lists."""
-        horizon = self._clock.now() - _RETENTION
+        """Forget writes older than the retention (observed or not: a write the cache
+        never showed, an object its informer's list options filter out, is waited for
+        at most :attr:`timeout` and of no use afterwards), and emptied request lists."""
+        horizon = self._clock.now() - max(_RETENTION, 2 * self.timeout)
         for tracked in self._tracked.values():
             for key, writes in list(tracked.writes.items()):
-                while writes and writes[0].observed and writes[0].at < horizon:
-                    writes.popleft()
+                while writes and writes[0].at < horizon:
+                    writes.popleft().observed = True
                 if not writes:
                     del tracked.writes[key]
         for request, entries in list(self._by_request.items()):
@@ -402,9 +404,9 @@ class OwnWrites:
         Await it on the informers' event loop."""
         with self._lock:
             pending = self._pending_locked(controller, request)
-        if not pending:
-            return None
-        self.waits += 1
+            if not pending:
+                return None
+            self.waits += 1
         loop = asyncio.get_running_loop()
         timer = asyncio.ensure_future(self._clock.sleep(self.timeout))
         try:

@@ -397,3 +397,21 @@ async def test_a_write_observer_never_fails_the_write(caplog: pytest.LogCaptureF
     ledger.written(CONFIGMAPS, "create", "ns", "a", {"metadata": {"resourceVersion": "1"}})
     assert ledger.recorded == 0
     assert "could not record the create of a" in caplog.text
+
+
+async def test_the_ledger_forgets_old_writes() -> None:
+    clock = FakeClock()
+    informer: SharedIndexInformer = SharedIndexInformer(FakeControllerSource(), clock=clock)
+    ledger = OwnWrites(lambda info: informer if info == CONFIGMAPS else None, clock=clock)
+
+    def write(i: int) -> None:
+        meta = {"name": f"cm-{i}", "namespace": "ns", "resourceVersion": str(i + 1)}
+        ledger.written(CONFIGMAPS, "create", "ns", f"cm-{i}", {"metadata": meta})
+
+    for i in range(500):
+        write(i)
+    assert repr(ledger) == "<OwnWrites tracked=1 writes=500>"
+    await clock.advance(301)
+    for i in range(500, 512):  # the 512th record sweeps
+        write(i)
+    assert repr(ledger) == "<OwnWrites tracked=1 writes=12>"
