@@ -2,12 +2,14 @@
 mypy error containing the comment's text, and no other line may get one
 (test_typecheck.py).
 The correct versions of these lines are in user_async.py, user_sync.py,
-user_typed_objects.py and user_generics.py."""
+user_typed_objects.py, user_generics.py and user_crd.py."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from typing import Any
+
+from typing_extensions import NotRequired, TypedDict
 
 from kubereflector import (
     DeletedFinalStateUnknown,
@@ -22,6 +24,8 @@ from kubereflector import (
 )
 from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient, load_config
 from kubereflector.models import Deployment, Pod
+from kubereflector.models.crd import ListType, PrinterColumn, Rule, custom_resource
+from kubereflector.models.meta_v1 import ObjectMeta
 from kubereflector.runtime import Manager, apply, finalizer, set_condition
 from kubereflector.testing import FakeControllerSource
 
@@ -166,6 +170,35 @@ def wrote_the_wrong_thing_blocking(client: SyncClient, deployment: Deployment) -
         {"spec": {"containers": [], "nodeNmae": "n1"}},  # E: Extra key "nodeNmae" for TypedDict
         field_manager="me",
     )
+
+
+class GizmoSpec(TypedDict):
+    size: int
+
+
+@custom_resource(group="example.com", version="v1", scope="Namespace")  # E: Argument "scope"
+class Gizmo(TypedDict):
+    metadata: NotRequired[ObjectMeta]
+    spec: GizmoSpec
+
+
+def misread_a_custom_resource(gizmo: Gizmo) -> None:
+    print(gizmo["spec"]["sise"])  # E: TypedDict "GizmoSpec" has no key "sise"
+    gizmo["spec"]["size"] = "3"  # E: Value of "size" has incompatible type "str"
+
+
+BAD_GIZMO: Gizmo = {"spec": {"size": 1.5}}  # E: TypedDict item "size" has type "int"
+
+
+async def created_the_wrong_model(client: Client, pod: Pod) -> None:
+    await client.resource(Gizmo, namespace="shop").create(pod)  # E: type "Pod"; expected "Gizmo"
+
+
+WRONG_MARKERS = (
+    ListType("bag"),  # E: Argument 1 to "ListType" has incompatible type
+    PrinterColumn("Size", ".spec.size", type="text"),  # E: Argument "type" to "PrinterColumn"
+    Rule("self > 0", reason="Invalid"),  # E: Argument "reason" to "Rule"
+)
 
 
 async def operator_helpers(api: ResourceClient[Deployment], deployment: Deployment) -> None:

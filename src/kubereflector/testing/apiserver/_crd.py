@@ -10,9 +10,16 @@ categories; its schema in the OpenAPI documents; its ``additionalPrinterColumns`
 in Tables). Updating the CRD updates what is served; deleting it deletes its
 objects (watchers see them go) and ends its watches.
 
+The storage version's ``openAPIV3Schema`` is enforced on the custom resources as
+kube does (pruning, defaults, validation, CEL rules: see :mod:`._validation`); a
+CRD whose rules do not compile is refused with kube's causes. When a CRD's schema
+changes, the stored objects are pruned and defaulted again without a new
+resourceVersion or an event: kube does it on every read from storage, so a read
+after the change shows the new defaults.
+
 Differences from kube: only the storage version is served (the others of a
-multi-version CRD are not; there is no conversion); the schema is not enforced
-beyond unknown top-level fields under ``fieldValidation=Strict``.
+multi-version CRD are not; there is no conversion); the CRD's own schema is not
+checked to be structural, and its CEL rules are only parsed, not type-checked.
 """
 
 from __future__ import annotations
@@ -20,10 +27,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ._records import Bucket, Record
+from ._cel import compile_errors
+from ._records import Bucket, Record, decode
 from ._resources import DEFAULT_VERBS, ServedResource
 from ._statuses import FieldError, invalid
 from ._store import Store
+from ._strategy import coerce_custom
 from ._timestamps import timestamp
 
 __all__ = ["CRD_RESOURCE", "install"]
@@ -56,8 +65,11 @@ def install(store: Store) -> None:
         if previous is not None:
             current = store.buckets.get(previous)
             if info is not None and current is not None and _same_gvr(current.info, info):
+                schema_changed = current.info.openapi_schema != info.openapi_schema
                 current.info = info  # printer columns, schema, names...: served from now on
                 served[record.name] = previous
+                if schema_changed:
+                    _recoerce(current)
                 return
             store.unregister(previous)  # deleted, or now another group, plural or version
         if info is None or info.group_resource in store.buckets:
@@ -66,6 +78,16 @@ def install(store: Store) -> None:
         served[record.name] = info.group_resource
 
     store.observers.append(observe)
+
+
+def _recoerce(bucket: Bucket) -> None:
+    """Prune and default every stored object of ``bucket`` by its (new) schema, as kube's
+    reads from storage do: same resourceVersion, no event."""
+    for key, record in list(bucket.objects.items()):
+        obj = decode(record.full())
+        coerce_custom(bucket.info, obj)
+        if obj != record.obj:
+            bucket.objects[key] = Record(obj, bucket.info.typemeta_prefix)
 
 
 def _same_gvr(a: ServedResource, b: ServedResource) -> bool:
@@ -146,6 +168,19 @@ def _admit(crd: dict[str, Any]) -> None:
                 [v.get("name") for v in versions if isinstance(v, Mapping)],
             )
         )
+    schema_paths = [
+        (i, (v.get("schema") or {}).get("openAPIV3Schema"))
+        for i, v in enumerate(versions)
+        if isinstance(v, Mapping) and isinstance(v.get("schema"), Mapping)
+    ]
+    for index, schema in schema_paths:
+        if isinstance(schema, Mapping):
+            where = (
+                "spec.validation.openAPIV3Schema"
+                if len(versions) == 1
+                else f"spec.versions[{index}].schema.openAPIV3Schema"
+            )
+            errors.extend(compile_errors(schema, where))
     if not errors and name != f"{plural}.{group}":
         errors.append(
             FieldError("metadata.name", "Invalid", 'must be spec.names.plural+"."+spec.group', name)

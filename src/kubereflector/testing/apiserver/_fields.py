@@ -11,12 +11,14 @@ kube-apiserver does with sigs.k8s.io/structured-merge-diff (SMD):
   before and no applier owns now, and fails with a conflict when it would
   change a field another manager owns (unless forced, which takes the field).
 
-Differences from SMD (no OpenAPI schemas here): every object key is treated as
-a struct field; lists are atomic unless :class:`Schema` names them associative
-(keyed) or sets, as it does for the built-in lists below; values are not
-defaulted or validated; a create's "empty" object is ``{"metadata": {}}``, so
-the ``Update`` entries of built-in types may mark a few more containers with
-``"."`` than kube (whose empty object holds Go's zero-value structs).
+The schema (:class:`Schema`) is the kind's: for built-in kinds the list types, map
+keys and map types of the OpenAPI spec (:mod:`._builtin_schemas`), for custom
+resources those of the CRD's structural schema (:mod:`._typetree`). Differences
+from SMD: every object key is treated as a struct field (SMD refuses fields a
+schema lacks; the emulator prunes or refuses them before); values are not
+validated here; a create's "empty" object is ``{"metadata": {}}``, so the
+``Update`` entries of built-in types may mark a few more containers with ``"."``
+than kube (whose empty object holds Go's zero-value structs).
 
 No I/O; every function leaves its inputs untouched unless it says otherwise.
 """
@@ -30,12 +32,17 @@ from typing import Any, Final
 
 import msgspec
 
+from ._typetree import UNKNOWN, TypeNode, kind_root, schema_root
+
 __all__ = [
+    "DEFAULT_SCHEMA",
     "ApplyConflict",
     "FieldManagers",
     "ListType",
     "Schema",
+    "builtin_schema",
     "compare",
+    "custom_schema",
     "decode_fields",
     "encode_fields",
     "merge",
@@ -92,83 +99,62 @@ class ListType:
 
 
 ATOMIC: Final = ListType()
-SET: Final = ListType("set")
-
-
-def keyed(*keys: str, **defaults: Any) -> ListType:
-    return ListType("map", keys, defaults)
+_CACHE_LIMIT: Final = 4096
 
 
 class Schema:
     """Which lists of a resource are sets or keyed maps, and which objects are
-    atomic. Patterns are tuples of field names with ``"*"`` for a list item."""
+        atomic, read from its :class:`~._typetree.TypeNode` tree. Patterns are tuples of
+        field names with ``"*"`` for a list item. Lookups are cached (a Schema belongs to
+        one served resource; the cache is emptied when it reaches a few thousand paths, as
+    map keys make them open-ended)."""
 
-    __slots__ = ("_atomic_maps", "_lists")
+    __slots__ = ("_cache", "_root")
 
-    def __init__(
-        self,
-        lists: Mapping[tuple[str, ...], ListType] | None = None,
-        atomic_maps: Iterable[tuple[str, ...]] = (),
-    ) -> None:
-        self._lists = {**_META_LISTS, **(lists or {})}
-        self._atomic_maps = frozenset(atomic_maps)
+    def __init__(self, root: TypeNode = UNKNOWN) -> None:
+        self._root = root
+        self._cache: dict[tuple[str, ...], TypeNode] = {(): root}
+
+    @property
+    def root(self) -> TypeNode:
+        """The place of the whole object."""
+        return self._root
+
+    def node(self, fields: tuple[str, ...]) -> TypeNode:
+        """The place of ``fields`` (``"*"``: a list item)."""
+        found = self._cache.get(fields)
+        if found is None:
+            parent = self.node(fields[:-1])
+            found = parent.item() if fields[-1] == "*" else parent.field(fields[-1])
+            if len(self._cache) >= _CACHE_LIMIT:  # map keys (labels, data) are open-ended
+                self._cache = {(): self._root}
+            self._cache[fields] = found
+        return found
 
     def list_type(self, fields: tuple[str, ...]) -> ListType:
-        return self._lists.get(fields, ATOMIC)
+        node = self.node(fields)
+        if node.list_type == "set":
+            return ListType("set")
+        if node.list_type == "map" and node.keys:
+            return ListType("map", node.keys, node.key_defaults)
+        return ATOMIC
 
     def atomic_map(self, fields: tuple[str, ...]) -> bool:
-        return fields in self._atomic_maps
+        return self.node(fields).atomic_map
 
 
-_META_LISTS: Final[Mapping[tuple[str, ...], ListType]] = {
-    ("metadata", "finalizers"): SET,
-    ("metadata", "ownerReferences"): keyed("uid"),
-}
+def builtin_schema(group: str, version: str, kind: str) -> Schema:
+    """The schema of a built-in kind, from the OpenAPI spec's metadata."""
+    return Schema(kind_root(group, version, kind))
 
 
-_CONTAINER_LISTS: Final = {
-    "ports": keyed("containerPort", "protocol", protocol="TCP"),
-    "env": keyed("name"),
-    "volumeMounts": keyed("mountPath"),
-    "volumeDevices": keyed("devicePath"),
-}
+def custom_schema(openapi_schema: Mapping[str, Any] | None) -> Schema:
+    """The schema of a custom resource, from its CRD's ``openAPIV3Schema``."""
+    return Schema(schema_root(openapi_schema))
 
 
-def _pod_spec_lists(prefix: tuple[str, ...]) -> dict[tuple[str, ...], ListType]:
-    lists: dict[tuple[str, ...], ListType] = {
-        (*prefix, "volumes"): keyed("name"),
-        (*prefix, "imagePullSecrets"): keyed("name"),
-        (*prefix, "hostAliases"): keyed("ip"),
-    }
-    for containers in ("containers", "initContainers", "ephemeralContainers"):
-        path = (*prefix, containers)
-        item = (*path, "*")
-        lists[path] = keyed("name")
-        for name, list_type in _CONTAINER_LISTS.items():
-            key = (*item, name)
-            lists[key] = list_type
-    return lists
-
-
-POD_SCHEMA: Final = Schema(
-    {
-        **_pod_spec_lists(("spec",)),
-        ("status", "conditions"): keyed("type"),
-        ("status", "podIPs"): keyed("ip"),
-    }
-)
-DEPLOYMENT_SCHEMA: Final = Schema(
-    {**_pod_spec_lists(("spec", "template", "spec")), ("status", "conditions"): keyed("type")}
-)
-SERVICE_SCHEMA: Final = Schema(
-    {
-        ("spec", "ports"): keyed("port", "protocol", protocol="TCP"),
-        ("status", "conditions"): keyed("type"),
-    }
-)
-EVENT_SCHEMA: Final = Schema(atomic_maps=[("regarding",), ("related",)])
-NAMESPACE_SCHEMA: Final = Schema({("status", "conditions"): keyed("type")})
-DEFAULT_SCHEMA: Final = Schema()
+DEFAULT_SCHEMA: Final = custom_schema(None)
+"""A resource nothing is known of but its ObjectMeta."""
 
 
 # -- path elements ----------------------------------------------------------------------------
@@ -450,8 +436,14 @@ def _merged_order(lhs: list[str], rhs: list[str]) -> Iterator[str]:
 
 
 def remove_paths(obj: dict[str, Any], paths: Iterable[Path], schema: Schema) -> None:
-    """Remove each path's field or list item from ``obj`` (in place)."""
-    for path in sorted(paths, key=len, reverse=True):
+    """Remove each path's field or list item from ``obj`` (in place). A path under
+    another one goes with it (removing it first could take a list item's key fields,
+    and then the item could no longer be found)."""
+    removed: set[Path] = set()
+    for path in sorted(paths, key=len):
+        if any(path[:size] in removed for size in range(1, len(path))):
+            continue
+        removed.add(path)
         parent: Any = obj
         for depth, element in enumerate(path[:-1]):
             parent = _child(parent, element, schema, path[:depth])

@@ -1,5 +1,5 @@
-"""JSON merge patch (RFC 7386), JSON patch (RFC 6902) and an approximate strategic merge
-patch, for the emulator's PATCH. Private to :mod:`kubereflector.testing.apiserver`.
+"""JSON merge patch (RFC 7386) and JSON patch (RFC 6902), for the emulator's PATCH
+(strategic merge patch: :mod:`._merge`). Private to :mod:`kubereflector.testing.apiserver`.
 
 Every function leaves its inputs untouched and returns a new document.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["PatchFailed", "json_patch", "merge_patch", "strategic_merge_patch"]
+__all__ = ["PatchFailed", "json_patch", "merge_patch"]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -23,27 +23,6 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = merge_patch(result.get(key), value)
     return result
-
-
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """A merge patch that ignores strategic-merge directives (``$patch``, ``$retainKeys``,
-    ``$setElementOrder/...``, ``$deleteFromPrimitiveList/...``): lists are replaced whole."""
-    if isinstance(patch, dict):
-        patch = {
-            k: strategic_merge_patch(None, v) if isinstance(v, dict) else v
-            for k, v in patch.items()
-            if not k.startswith("$")
-        }
-        if not isinstance(target, dict):
-            return merge_patch({}, patch)
-        result = dict(target)
-        for key, value in patch.items():
-            if value is None:
-                result.pop(key, None)
-            else:
-                result[key] = strategic_merge_patch(result.get(key), value)
-        return result
-    return copy.deepcopy(patch)
 
 
 class PatchFailed(Exception):

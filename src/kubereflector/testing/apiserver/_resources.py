@@ -10,15 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ._fields import (
-    DEFAULT_SCHEMA,
-    DEPLOYMENT_SCHEMA,
-    EVENT_SCHEMA,
-    NAMESPACE_SCHEMA,
-    POD_SCHEMA,
-    SERVICE_SCHEMA,
-    Schema,
-)
+from ._fields import DEFAULT_SCHEMA, Schema, builtin_schema, custom_schema
 
 __all__ = ["BUILTIN_RESOURCES", "DEFAULT_VERBS", "ServedResource"]
 
@@ -68,7 +60,9 @@ class ServedResource:
 
     ``generation``: whether objects carry ``metadata.generation`` (custom
     resources and workloads do; ConfigMaps, Secrets, Events, ... do not).
-    ``schema``: its granular lists, for field management (server-side apply).
+    ``schema``: how its fields merge, for field management (server-side apply) and
+    strategic merge patch; by default the built-in kind's (from the OpenAPI spec) or
+    the one ``openapi_schema`` describes.
     """
 
     group: str
@@ -104,6 +98,12 @@ class ServedResource:
         object.__setattr__(self, "group_resource", gr)
         prefix = f'{{"kind":"{self.kind}","apiVersion":"{api_version}",'.encode()
         object.__setattr__(self, "typemeta_prefix", prefix)
+        if self.schema is DEFAULT_SCHEMA:
+            if self.builtin:
+                schema = builtin_schema(self.group, self.version, self.kind)
+            else:
+                schema = custom_schema(self.openapi_schema)
+            object.__setattr__(self, "schema", schema)
 
     @property
     def list_kind(self) -> str:
@@ -127,7 +127,6 @@ BUILTIN_RESOURCES: Final = (
         field_selectors=_META_FIELDS | {"status.phase"},
         return_deleted_object=True,
         generation=False,
-        schema=NAMESPACE_SCHEMA,
     ),
     ServedResource(
         "",
@@ -140,7 +139,6 @@ BUILTIN_RESOURCES: Final = (
         subresources=("status",),
         field_selectors=_POD_FIELDS,
         return_deleted_object=True,
-        schema=POD_SCHEMA,
     ),
     ServedResource(
         "", "v1", "configmaps", "ConfigMap", short_names=("cm",), builtin=True, generation=False
@@ -165,7 +163,6 @@ BUILTIN_RESOURCES: Final = (
         subresources=("status",),
         return_deleted_object=True,
         generation=False,
-        schema=SERVICE_SCHEMA,
     ),
     ServedResource(
         "apps",
@@ -176,7 +173,6 @@ BUILTIN_RESOURCES: Final = (
         categories=("all",),
         builtin=True,
         subresources=("status",),
-        schema=DEPLOYMENT_SCHEMA,
     ),
     ServedResource(
         "events.k8s.io",
@@ -187,7 +183,6 @@ BUILTIN_RESOURCES: Final = (
         builtin=True,
         field_selectors=_EVENT_FIELDS,
         generation=False,
-        schema=EVENT_SCHEMA,
     ),
     ServedResource("coordination.k8s.io", "v1", "leases", "Lease", builtin=True, generation=False),
 )

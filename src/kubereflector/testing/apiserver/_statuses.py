@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
 from ...errors import failure_status
+from ._gofmt import GoSyntax, go_quote, go_sharp_v, go_v
 from ._resources import ServedResource
 
 __all__ = [
@@ -47,38 +48,70 @@ def bad_request(message: str) -> StatusError:
     return StatusError(failure_status(400, "BadRequest", message))
 
 
+_REASONS: Final = {
+    "Forbidden": "FieldValueForbidden",
+    "Required": "FieldValueRequired",
+    "NotSupported": "FieldValueNotSupported",
+    "TooLong": "FieldValueTooLong",
+    "TooMany": "FieldValueTooMany",
+    "TypeInvalid": "FieldValueTypeInvalid",
+    "Duplicate": "FieldValueDuplicate",
+    "Internal": "InternalError",
+}
+_TITLES: Final = {
+    "Forbidden": "Forbidden",
+    "Required": "Required value",
+    "NotSupported": "Unsupported value",
+    "TooLong": "Too long",
+    "TooMany": "Too many",
+    "TypeInvalid": "Invalid value",
+    "Duplicate": "Duplicate value",
+    "Internal": "Internal error",
+    "Invalid": "Invalid value",
+}
+_VALUELESS: Final = frozenset({"Required", "Forbidden", "TooLong", "Internal"})
+
+
 @dataclass(frozen=True, slots=True)
 class FieldError:
-    """One entry of a 422 Invalid (``field.Error``)."""
+    """One entry of a 422 Invalid (apimachinery's ``field.Error``): ``type`` is one of
+    ``"Invalid"``, ``"TypeInvalid"``, ``"Required"``, ``"Forbidden"``,
+    ``"NotSupported"`` (``detail``: the supported values, already quoted),
+    ``"TooLong"``, ``"TooMany"``, ``"Duplicate"``, ``"Internal"``. The bad ``value``
+    is printed as Go prints it (``"abc"``, ``3``, ``map[string]interface {}{...}``)."""
 
     field: str
-    type: str  # "Forbidden" | "Required" | "Invalid" | "NotSupported" | "TooLong"
+    type: str
     detail: str
     value: Any = None
 
     def text(self) -> str:
-        if self.type == "Forbidden":
-            return f"Forbidden: {self.detail}"
-        if self.type == "Required":
-            return f"Required value: {self.detail}" if self.detail else "Required value"
-        if self.type == "NotSupported":
-            return f'Unsupported value: "{self.value}": supported values: {self.detail}'
-        if self.type == "TooLong":
-            return f"Too long: {self.detail}"
-        return f"Invalid value: {msgspec.json.encode(self.value).decode()}: {self.detail}"
+        """kube's ``ErrorBody``: ``Invalid value: 3: must be less than 2``."""
+        title = _TITLES.get(self.type, "Invalid value")
+        text = title if self.type in _VALUELESS else f"{title}: {_value_text(self.value)}"
+        if self.type == "NotSupported" and self.detail:
+            return f"{text}: supported values: {self.detail}"
+        return f"{text}: {self.detail}" if self.detail else text
 
     def cause(self) -> dict[str, Any]:
-        reason = {
-            "Forbidden": "FieldValueForbidden",
-            "Required": "FieldValueRequired",
-            "NotSupported": "FieldValueNotSupported",
-            "TooLong": "FieldValueTooLong",
-        }.get(self.type, "FieldValueInvalid")
+        reason = _REASONS.get(self.type, "FieldValueInvalid")
         return {"reason": reason, "message": self.text(), "field": self.field}
 
 
+def _value_text(value: Any) -> str:
+    if value is None:
+        return go_quote("null")  # Go prints a nil bad value as the string "null"
+    if isinstance(value, str):
+        return value if isinstance(value, GoSyntax) else go_quote(value)
+    if isinstance(value, (bool, int, float)):
+        return go_v(value)
+    return go_sharp_v(value)
+
+
 def invalid(kind: str, name: str, errors: Sequence[FieldError], group: str = "") -> StatusError:
-    texts = [f"{e.field}: {e.text()}" for e in errors]
+    """422 Invalid for ``kind`` ``name`` (``errors.NewInvalid``): a cause per error,
+    the message listing each distinct one once."""
+    texts = list(dict.fromkeys(f"{e.field}: {e.text()}" for e in errors))
     joined = texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]"
     subject = f"{kind}.{group}" if group else kind
     details: dict[str, Any] = {}

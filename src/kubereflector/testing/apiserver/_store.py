@@ -30,6 +30,7 @@ from ._strategy import (
     apply_body,
     apply_defaults,
     check_preconditions,
+    coerce_custom,
     managers_for,
     marked_for_deletion,
     new_object,
@@ -208,6 +209,7 @@ class Store:
         info = bucket.info
         existing = self.get(bucket, namespace, name)
         body = request_body(info, obj, strict=request is not None)
+        coerce_custom(info, body)
         new = replacement(info, existing, body, name, subresource, request is not None)
         managers = None
         if request is not None:
@@ -222,7 +224,12 @@ class Store:
                 schema=info.schema,
             )
         return self._write(
-            bucket, existing, new, managers, dry_run=request is not None and request.dry_run
+            bucket,
+            existing,
+            new,
+            managers,
+            dry_run=request is not None and request.dry_run,
+            subresource=subresource,
         )
 
     def patch(
@@ -239,7 +246,7 @@ class Store:
         """PATCH with ``patch_type`` ``"json"``, ``"merge"`` or ``"strategic"``: the
         patched object is written as :meth:`update` writes it."""
         existing = self.get(bucket, namespace, name)
-        new = patched(decode(existing.full()), patch_type, patch)
+        new = patched(bucket.info, decode(existing.full()), patch_type, patch)
         return self.update(bucket, namespace, name, new, subresource=subresource, request=request)
 
     def apply(
@@ -279,12 +286,15 @@ class Store:
             raise StatusError(
                 failure_status(409, "Conflict", exc.message(), {"causes": exc.causes()})
             ) from None
+        coerce_custom(info, new)
         if existing is None:
             set_managed(new["metadata"], managers)
             created = self._new_object(bucket, new, namespace, strict=True)
             return self._insert(bucket, created, dry_run=request.dry_run)
         new = replacement(info, existing, new, name, subresource, True)
-        return self._write(bucket, existing, new, managers, dry_run=request.dry_run)
+        return self._write(
+            bucket, existing, new, managers, dry_run=request.dry_run, subresource=subresource
+        )
 
     def delete(
         self,
@@ -356,15 +366,17 @@ class Store:
         managers: FieldManagers | None,
         *,
         dry_run: bool,
+        subresource: str | None = None,
     ) -> Record:
-        """Validate and store the update of ``existing`` to ``new``: nothing for a no-op
+        """Validate and store the update of ``existing`` to ``new`` (of the ``subresource``,
+        if any, whose validation it gets): nothing for a no-op
         (managedFields timestamps aside), the deletion for an object being deleted
         whose last finalizer goes."""
         info = bucket.info
         old = existing.obj
         if managers is not None:
             set_managed(new["metadata"], managers)
-        validate_update(info, old, new)
+        validate_update(info, old, new, subresource)
         self._admit(info, new)
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if unchanged(new, old):

@@ -10,13 +10,16 @@ answer. They build new dicts and never modify a stored object.
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Mapping
 from typing import Any, Final
 
 from ...errors import failure_status
+from ._coercion import coerce
 from ._fields import FieldManagers
-from ._patch import PatchFailed, json_patch, merge_patch, strategic_merge_patch
+from ._merge import strategic_merge_patch
+from ._patch import PatchFailed, json_patch, merge_patch
 from ._records import ENCODER, Record
 from ._resources import ServedResource
 from ._statuses import FieldError, StatusError, bad_request, conflict, invalid
@@ -28,6 +31,7 @@ __all__ = [
     "apply_body",
     "apply_defaults",
     "check_preconditions",
+    "coerce_custom",
     "managers_for",
     "marked_for_deletion",
     "new_object",
@@ -97,6 +101,15 @@ def request_body(info: ServedResource, obj: Any, *, strict: bool) -> dict[str, A
     return body
 
 
+def coerce_custom(info: ServedResource, body: dict[str, Any]) -> list[str]:
+    """What kube's decoder does to a custom resource (:func:`._coercion.coerce`:
+    pruning, defaults, ObjectMeta's fields only), in place; the unknown fields'
+    paths. Built-in objects are left alone (``[]``)."""
+    if info.builtin:
+        return []
+    return coerce(body, info.openapi_schema)
+
+
 def _check_namespace(info: ServedResource, meta: dict[str, Any], namespace: str | None) -> None:
     """Set ``meta``'s namespace from the request's (400 if they differ, or if a
     namespaced object has none); drop it for a cluster-scoped resource."""
@@ -124,6 +137,7 @@ def new_object(
     ``resourceVersion`` is refused and ``status`` of a resource with a status
     subresource reset; else (the Python data API) server-set fields are dropped."""
     body = request_body(info, obj, strict=strict)
+    coerce_custom(info, body)
     meta = body["metadata"]
     if meta.get("resourceVersion") and strict:
         raise StatusError(
@@ -209,16 +223,17 @@ def replacement(
     return new
 
 
-def patched(doc: Any, patch_type: str, patch: Any) -> dict[str, Any]:
-    """``doc`` with ``patch`` applied (``patch_type``: ``"json"``, ``"merge"`` or
-    ``"strategic"``); 422 when it cannot be applied or leaves no metadata."""
+def patched(info: ServedResource, doc: Any, patch_type: str, patch: Any) -> dict[str, Any]:
+    """``doc`` (an object of ``info``) with ``patch`` applied (``patch_type``: ``"json"``,
+    ``"merge"`` or ``"strategic"``, by the kind's patch strategies and merge keys);
+    422 when it cannot be applied or leaves no metadata."""
     try:
         if patch_type == "json":
             result = json_patch(doc, patch)
         elif patch_type == "merge":
             result = merge_patch(doc, patch)
         elif patch_type == "strategic":
-            result = strategic_merge_patch(doc, patch)
+            result = strategic_merge_patch(doc, patch, info.schema.root)
         else:
             raise ValueError(f"unknown patch type {patch_type!r}")
     except PatchFailed as exc:
@@ -247,6 +262,7 @@ def apply_body(
             f"invalid object type: {given.get('apiVersion') or '/'}, Kind={given.get('kind') or ''}"
         )
     body = request_body(info, config, strict=True)
+    _check_apply_fields(info, body, name)
     meta = body["metadata"]
     if meta.get("name") and meta["name"] != name:
         raise bad_request(
@@ -260,6 +276,26 @@ def apply_body(
     elif info.has_status:
         body.pop("status", None)
     return body
+
+
+def _check_apply_fields(info: ServedResource, body: dict[str, Any], name: str) -> None:
+    """kube 1.28 turns an applied configuration of a custom resource into a typed value
+    of its schema before anything else, and answers a field the schema does not
+    declare with a 500 naming it (the first one it meets; ``fieldValidation`` does not
+    matter)."""
+    if info.builtin or not info.openapi_schema:
+        return
+    unknown = coerce(copy.deepcopy(body), info.openapi_schema)
+    if unknown:
+        path = "." + unknown[0]
+        raise StatusError(
+            failure_status(
+                500,
+                "InternalError",
+                f"failed to create typed patch object (/{name}; {info.api_version}, "
+                f"Kind={info.kind}): {path}: field not declared in schema",
+            )
+        )
 
 
 def check_preconditions(

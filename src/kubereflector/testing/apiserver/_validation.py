@@ -3,6 +3,15 @@ options before it stores anything.
 
 Private to :mod:`kubereflector.testing.apiserver`. Pure functions; each raises
 :class:`~._statuses.StatusError` with the 422 Invalid kube would answer.
+
+Custom resources whose CRD has a schema get what kube's customresource strategy
+checks, in its order: the metadata, the value against the structural schema
+(:mod:`._schema`), embedded resources, ``x-kubernetes-list-type`` sets and maps, then
+the CEL rules (:mod:`._cel`), which kube skips (with one more error saying so) when
+the object already has a type, required, too-long or too-many error. An update of
+the ``status`` subresource checks ``status`` against its own schema (field paths
+relative to it, as kube reports them). A list whose old value already had
+duplicates may keep them (kube's ratcheting of list types).
 """
 
 from __future__ import annotations
@@ -13,9 +22,12 @@ from typing import Any, Final
 
 import msgspec
 
+from ...errors import failure_status
 from ...selectors import _label_key_error, _label_value_error
+from ._cel import UnsupportedRule, cel_errors, has_rules
 from ._resources import ServedResource
-from ._statuses import FieldError, invalid
+from ._schema import BLOCKING_TYPES, NIL_PATH, embedded_errors, list_errors, schema_errors
+from ._statuses import FieldError, StatusError, invalid
 
 _encode: Final = msgspec.json.encode
 
@@ -76,13 +88,20 @@ def validate_object(info: ServedResource, obj: Mapping[str, Any]) -> None:
     checks itself); 422 Invalid listing every problem."""
     errors = _meta_errors(info, obj["metadata"])
     errors += _RESOURCE_CHECKS.get(info.group_resource, _no_errors)(obj, None)
+    errors += _custom_resource_errors(info, obj, None, status=False)
     if errors:
         raise invalid(info.kind, obj["metadata"].get("name") or "", errors, info.group)
 
 
-def validate_update(info: ServedResource, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+def validate_update(
+    info: ServedResource,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    subresource: str | None = None,
+) -> None:
     """kube's update validation (what create checks, what may not change, and no new
-    finalizers on an object being deleted); 422 Invalid."""
+    finalizers on an object being deleted; of the ``status`` ``subresource``, its own
+    rules); 422 Invalid."""
     meta = new["metadata"]
     errors = _meta_errors(info, meta)
     old_meta = old["metadata"]
@@ -100,8 +119,52 @@ def validate_update(info: ServedResource, old: Mapping[str, Any], new: Mapping[s
                 )
             )
     errors += _RESOURCE_CHECKS.get(info.group_resource, _no_errors)(new, old)
+    errors += _custom_resource_errors(info, new, old, status=subresource == "status")
     if errors:
         raise invalid(info.kind, meta.get("name") or "", errors, info.group)
+
+
+def _custom_resource_errors(
+    info: ServedResource,
+    obj: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    *,
+    status: bool,
+) -> list[FieldError]:
+    """What kube's customresource strategy adds for a CRD with a schema (see above)."""
+    schema = info.openapi_schema
+    if info.builtin or not schema:
+        return []
+    errors: list[FieldError] = []
+    if status:
+        properties = schema.get("properties")
+        status_schema = properties.get("status") if isinstance(properties, Mapping) else None
+        if "status" in obj and isinstance(status_schema, Mapping):
+            errors += schema_errors(status_schema, obj["status"])
+    else:
+        errors += schema_errors(schema, obj)
+        errors += embedded_errors(schema, obj)
+    if old is None or not list_errors(schema, old):
+        errors += list_errors(schema, obj)
+    if not has_rules(schema):
+        return errors
+    if any(e.type in BLOCKING_TYPES for e in errors):
+        errors.append(
+            FieldError(
+                NIL_PATH,
+                "Invalid",
+                "some validation rules were not checked because the object was invalid; "
+                "correct the existing errors to complete validation",
+            )
+        )
+        return errors
+    try:
+        errors += cel_errors(schema, obj, old)
+    except UnsupportedRule as exc:
+        raise StatusError(
+            failure_status(500, "InternalError", f"kubereflector emulator: {exc}")
+        ) from None
+    return errors
 
 
 def _meta_errors(info: ServedResource, meta: Mapping[str, Any]) -> list[FieldError]:

@@ -24,12 +24,13 @@ from ._negotiation import (
     read_body,
     with_warnings,
 )
-from ._openapi import check_fields
+from ._openapi import check_fields, check_patched_fields
 from ._queries import matching, parse_bool, parse_query
-from ._records import ENCODER, Bucket, Record
+from ._records import ENCODER, Bucket, Record, decode
 from ._resources import ServedResource
 from ._statuses import StatusError, bad_request, method_not_allowed
 from ._store import Store, WriteRequest
+from ._strategy import patched
 from ._tables import table
 from ._validation import validate_options
 
@@ -170,8 +171,16 @@ async def _patch(
     writer = _writer(request, "PatchOptions", apply=kind == "apply", force=force)
     patch = await read_body(request, raw_json=kind != "apply")
     warnings = []
-    if kind != "json":  # merge, strategic and apply bodies have the object's shape
-        warnings = check_fields(info, patch, params.get("fieldValidation", ""))
+    directive = params.get("fieldValidation", "")
+    if not info.builtin and kind in ("merge", "json"):
+        # kube checks the fields of a custom resource's patched object
+        existing = store.get(bucket, namespace, name)
+        result = patched(info, decode(existing.full()), kind, patch)
+        warnings = check_patched_fields(info, result, directive)
+    elif not info.builtin and kind == "apply":
+        check_fields(info, {}, directive)  # unknown fields fail the apply itself (500)
+    elif kind != "json":  # merge, strategic and apply bodies have the object's shape
+        warnings = check_fields(info, patch, directive)
     if kind == "apply":
         existed = store.exists(bucket, namespace, name)
         record = store.apply(

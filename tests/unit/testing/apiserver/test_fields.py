@@ -13,9 +13,9 @@ import pytest
 
 from kubereflector.testing.apiserver._fields import (
     DEFAULT_SCHEMA,
-    POD_SCHEMA,
     ApplyConflict,
     FieldManagers,
+    builtin_schema,
     compare,
     decode_fields,
     encode_fields,
@@ -25,6 +25,7 @@ from kubereflector.testing.apiserver._fields import (
 )
 
 EMPTY: dict[str, Any] = {"metadata": {}}
+POD_SCHEMA = builtin_schema("", "v1", "Pod")
 
 
 def cm(data: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
