@@ -11,7 +11,8 @@ reconciler on the Manager's worker threads, and ``run_sync()``.
     python examples/sample_controller.py [--kubeconfig PATH] [--namespace NS]
         [--create-crd] [--workers 2] [--metrics-port 8080] [--health-port 8081]
 
-``--create-crd`` creates the Foo CRD first (if missing). ``tools/reconcile_backlog.py``
+``--create-crd`` creates the Foo CRD first (if missing), as ``crd_manifest`` makes it
+from the ``Foo`` declared below. ``tools/reconcile_backlog.py``
 runs it on thousands of Foos and counts what the initial backlog costs.
 """
 
@@ -24,13 +25,15 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, TypedDict
+from typing import Annotated
 
-from typing_extensions import NotRequired
+from msgspec import Meta
+from typing_extensions import NotRequired, TypedDict
 
 from kubereflector.client import SyncClient, load_config
 from kubereflector.errors import AlreadyExistsError
-from kubereflector.models import ApiResource, Deployment, register
+from kubereflector.models import Deployment
+from kubereflector.models.crd import API_APPROVED, crd_manifest, custom_resource
 from kubereflector.models.meta_v1 import ObjectMeta
 from kubereflector.runtime import (
     ControllerOptions,
@@ -48,66 +51,32 @@ FOOS = f"foos.{GROUP}"
 
 class FooSpec(TypedDict):
     deploymentName: str
-    replicas: NotRequired[int]
+    replicas: NotRequired[Annotated[int, Meta(ge=0)]]
 
 
 class FooStatus(TypedDict):
     availableReplicas: int
 
 
+@custom_resource(
+    group=GROUP,
+    version="v1alpha1",
+    # As sample-controller's artifacts/examples/crd.yaml: *.k8s.io groups are protected.
+    annotations={API_APPROVED: "unapproved, experimental-only"},
+)
 class Foo(TypedDict):
-    """A Foo as the API server serves it (a static type over the JSON)."""
+    """A Foo: a Deployment of nginx, wanted."""
 
-    apiVersion: str
-    kind: str
-    metadata: ObjectMeta
+    apiVersion: NotRequired[str]
+    kind: NotRequired[str]
+    metadata: NotRequired[ObjectMeta]
     spec: FooSpec
     status: NotRequired[FooStatus]
 
 
-register(Foo, ApiResource(GROUP, "v1alpha1", "Foo", "foos", namespaced=True))
-
-
-FOO_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {
-        "name": FOOS,
-        # As sample-controller's artifacts/examples/crd.yaml: *.k8s.io groups are protected.
-        "annotations": {"api-approved.kubernetes.io": "unapproved, experimental-only"},
-    },
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {"plural": "foos", "singular": "foo", "kind": "Foo", "listKind": "FooList"},
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "deploymentName": {"type": "string"},
-                                    "replicas": {"type": "integer", "minimum": 0},
-                                },
-                            },
-                            "status": {
-                                "type": "object",
-                                "properties": {"availableReplicas": {"type": "integer"}},
-                            },
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
+FOO_CRD = crd_manifest(Foo)
+"""The CustomResourceDefinition of Foo (in examples/, ``kubereflector crd
+sample_controller:Foo`` prints it as YAML)."""
 
 logger = logging.getLogger("sample-controller")
 

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import importlib.util
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -158,10 +159,15 @@ async def test_the_same_under_a_slowed_watch(target: Target) -> None:
 
 
 def load(name: str) -> ModuleType:
+    """The example ``name``, imported once (its custom resource is declared once, and its
+    annotations resolve in its module, which must be in ``sys.modules``)."""
+    if name in sys.modules:
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
