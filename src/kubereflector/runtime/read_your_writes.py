@@ -36,10 +36,13 @@ that, for kubereflector:
   ``informer.lister`` reads, are never held back.
 * An event whose object is at a resourceVersion the manager wrote (a delete: whose
   UID it deleted) is an echo of that write. A controller does not queue the request
-  whose reconcile made the write for it (unless ``ControllerOptions(requeue_on_own_writes=True)``):
+  whose reconcile made the write for it (unless
+  ``ControllerOptions(requeue_on_own_writes=True)``):
   that reconcile already knew the state it wrote. Other requests the event maps to
   are queued as usual, and an echo delivered by a relist (which may have merged
-  someone else's change into it) is treated as any event.
+  someone else's change into it) is treated as any event. A watch event can arrive
+  before the client has the answer of the write it shows: an event for a request
+  being reconciled is decided when that reconcile ends, once its writes are known.
 
 Cost: a dictionary entry per written object (dropped after five minutes), a
 dictionary lookup per watch event of a resource the manager wrote to, one per
