@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import contextlib
 import copy
+import importlib.util
 import logging
 import sys
 import time
@@ -36,6 +37,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -50,8 +52,23 @@ from kubereflector.runtime import (
     is_controlled_by,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-from sample_controller import FOO_CRD, FOOS, GROUP, Foo, add_to, deployment_for
+
+def _load_example() -> ModuleType:
+    """examples/sample_controller.py, imported once under its own name (the example is a
+    program, not a package: its annotations resolve in its module)."""
+    path = Path(__file__).resolve().parents[1] / "examples" / "sample_controller.py"
+    spec = importlib.util.spec_from_file_location("sample_controller", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sample_controller"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_example = _load_example()
+FOO_CRD, FOOS, GROUP = _example.FOO_CRD, _example.FOOS, _example.GROUP
+Foo, add_to, deployment_for = _example.Foo, _example.add_to, _example.deployment_for
 
 
 def add_coroutine_to(manager: Manager, *, options: ControllerOptions) -> None:
