@@ -1,11 +1,12 @@
 """sample_controller: Kubernetes' sample-controller on kubereflector.runtime.
 
-A ``Foo`` (``samplecontroller.k8s.io/v1alpha1``) asks for a Deployment of nginx named
-``spec.deploymentName`` with ``spec.replicas`` replicas; the controller creates it (owned
-by the Foo), scales it when the replicas differ, refuses a Deployment of that name it
-does not control, writes ``status.availableReplicas`` and records a ``Synced`` Event,
-as k8s.io/sample-controller does (its status write too: an update conditional on the
-resourceVersion read from the cache). Plain threads, no ``async``: a blocking
+A ``Foo`` (sample-controller's, in a group of ours:
+``samplecontroller.kubereflector.io/v1alpha1``) asks for a Deployment of nginx named
+``spec.deploymentName`` with ``spec.replicas`` replicas; the controller creates it
+(owned by the Foo), scales it when the replicas differ, refuses a Deployment of that
+name it does not control, writes ``status.availableReplicas`` and records a ``Synced``
+Event, as k8s.io/sample-controller does (its status write too: an update conditional
+on the resourceVersion read from the cache). Plain threads, no ``async``: a blocking
 reconciler on the Manager's worker threads, and ``run_sync()``.
 
     python examples/sample_controller.py [--kubeconfig PATH] [--namespace NS]
@@ -33,7 +34,7 @@ from typing_extensions import NotRequired, TypedDict
 from kubereflector.client import SyncClient, load_config
 from kubereflector.errors import AlreadyExistsError
 from kubereflector.models import Deployment
-from kubereflector.models.crd import API_APPROVED, crd_manifest, custom_resource
+from kubereflector.models.crd import crd_manifest, custom_resource
 from kubereflector.models.meta_v1 import ObjectMeta
 from kubereflector.runtime import (
     ControllerOptions,
@@ -45,7 +46,7 @@ from kubereflector.runtime import (
     set_controller_reference,
 )
 
-GROUP = "samplecontroller.k8s.io"
+GROUP = "samplecontroller.kubereflector.io"  # k8s.io's own is samplecontroller.k8s.io
 FOOS = f"foos.{GROUP}"
 
 
@@ -58,12 +59,7 @@ class FooStatus(TypedDict):
     availableReplicas: int
 
 
-@custom_resource(
-    group=GROUP,
-    version="v1alpha1",
-    # As sample-controller's artifacts/examples/crd.yaml: *.k8s.io groups are protected.
-    annotations={API_APPROVED: "unapproved, experimental-only"},
-)
+@custom_resource(group=GROUP, version="v1alpha1")
 class Foo(TypedDict):
     """A Foo: a Deployment of nginx, wanted."""
 
