@@ -10,12 +10,19 @@ removing the label deletes the copies too. Each change is recorded as a
 ``Normal`` Event ``Replicated`` on the parent.
 
     python examples/configmap_replicator.py [--kubeconfig PATH] [--namespace NS]
-        [--leader-elect [--lease-name NAME] [--lease-namespace NS]]
+        [--leader-elect | --shards N] [--lease-name NAME] [--lease-namespace NS]
         [--metrics-port 8080] [--health-port 8081] [--concurrency 1]
 
 Run two replicas with ``--leader-elect``: exactly one reconciles; kill it and the
 other takes over within the lease duration (15 s); stop it with SIGTERM and it
 releases the lease, so the other takes over at once.
+
+Run several with ``--shards 32`` instead: the ConfigMaps are split into 32 virtual
+shards and each replica reconciles (and caches) only those of its shards, a
+parent's copies following their parent; a replica that joins takes its share
+from the others, one stopped with SIGTERM hands its shards over at once, one
+killed has them taken over within the lease duration (``--lease-name`` names the
+sharded controller, and its Leases).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from kubereflector.runtime import (
     OperationResult,
     Predicate,
     Request,
+    Sharding,
     TerminalError,
     create_or_update,
     finalizer,
@@ -72,10 +80,16 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
     election = None
     if args.leader_elect:
         election = LeaderElection(args.lease_name, namespace=args.lease_namespace)
+    sharding = None
+    if args.shards:
+        sharding = Sharding(
+            name=args.lease_name, shards=args.shards, namespace=args.lease_namespace
+        )
     manager = Manager(
         load_config(args.kubeconfig),
         namespace=args.namespace,
         leader_election=election,
+        sharding=sharding,
         metrics_port=args.metrics_port or None,
         health_port=args.health_port or None,
         clock=clock,
@@ -160,7 +174,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kubeconfig", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
     parser.add_argument("--namespace", help="watch only this namespace (default: all)")
-    parser.add_argument("--leader-elect", action="store_true", help="campaign for a Lease")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--leader-elect", action="store_true", help="campaign for a Lease")
+    mode.add_argument(
+        "--shards", type=int, default=0, help="split the work across replicas (0: do not)"
+    )
     parser.add_argument("--lease-name", default="configmap-replicator")
     parser.add_argument(
         "--lease-namespace", help="default: --namespace, else the pod's, else default"
@@ -171,6 +189,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
+    if not 0 <= args.shards <= 1024:
+        parser.error("--shards must be from 0 to 1024")
     return args
 
 

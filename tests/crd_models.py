@@ -11,13 +11,13 @@ import pytest
 from msgspec import Meta
 from typing_extensions import NotRequired, TypedDict
 
+from kubereflector.models import ObjectMeta
 from kubereflector.models.crd import (
     CustomResourceVersion,
     StructuralSchemaError,
     custom_resource,
     declaration_of,
 )
-from kubereflector.models.meta_v1 import ObjectMeta
 
 SAMPLE_GROUP = "samplecontroller.k8s.io"
 APPROVAL = {

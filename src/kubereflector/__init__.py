@@ -92,11 +92,27 @@ from .cache.reflector import (
     ReflectorOptions,
     ReflectorPhase,
     ReflectorStats,
+    RelistRequiredError,
     VeryShortWatchError,
     WatchErrorHandler,
     WatchListUnsupportedError,
     WatchStalledError,
     default_watch_error_handler,
+)
+
+# -- sharded_listwatch.py --
+from .cache.sharded_listwatch import ShardedListWatch, ShardFilter, SyncedFilter
+
+# -- shards.py --
+from .cache.shards import (
+    HASH_SPACE,
+    NAMESPACE_FIELD,
+    UID_FIELD,
+    ShardField,
+    ShardRange,
+    ShardSelector,
+    ShardSelectorError,
+    fnv1a_64,
 )
 
 # -- shared_informer.py --
@@ -163,6 +179,7 @@ if TYPE_CHECKING:
         SharedInformerFactory,
         SyncSharedInformerFactory,
         TweakListOptionsFunc,
+        WrapListerWatcherFunc,
     )
 
 # -- runner.py --
@@ -183,6 +200,7 @@ _FACTORY_NAMES = frozenset(
         "SharedInformerFactory",
         "SyncSharedInformerFactory",
         "TweakListOptionsFunc",
+        "WrapListerWatcherFunc",
     }
 )
 
@@ -206,9 +224,12 @@ __all__ = [
     "DELETED",
     "ERROR",
     "FIFO",
+    "HASH_SPACE",
     "INITIAL_EVENTS_END_ANNOTATION",
     "MODIFIED",
+    "NAMESPACE_FIELD",
     "NAMESPACE_INDEX",
+    "UID_FIELD",
     "AlreadyExistsError",
     "AlreadyStartedError",
     "ApiError",
@@ -272,17 +293,25 @@ __all__ = [
     "ReflectorStats",
     "ReflectorStore",
     "Registration",
+    "RelistRequiredError",
     "ReplacedAllInfo",
     "ResourceEventHandler",
     "ResourceEventHandlerDetailedFuncs",
     "ResourceEventHandlerFuncs",
     "ResourceVersionUpdater",
     "SelectorLike",
+    "ShardField",
+    "ShardFilter",
+    "ShardRange",
+    "ShardSelector",
+    "ShardSelectorError",
+    "ShardedListWatch",
     "SharedIndexInformer",
     "SharedInformerFactory",
     "StatusCause",
     "Store",
     "SyncSharedInformerFactory",
+    "SyncedFilter",
     "ThreadSafeStore",
     "TooLargeResourceVersionError",
     "TooManyRequestsError",
@@ -301,6 +330,7 @@ __all__ = [
     "WatchListUnsupportedError",
     "WatchStalledError",
     "WatchStream",
+    "WrapListerWatcherFunc",
     "__version__",
     "compose",
     "decode_compact",
@@ -308,6 +338,7 @@ __all__ = [
     "deletion_handling_meta_namespace_key_func",
     "error_from_status",
     "failure_status",
+    "fnv1a_64",
     "get_labels",
     "get_metadata",
     "get_name",

@@ -151,7 +151,13 @@ async def events_about(target: Target, name: str) -> list[dict[str, Any]]:
 async def test_the_operator_keeps_the_copies(target: Target) -> None:
     example = load_example()
     args = example.parse_args(in_process_args(target, "--concurrency", "2"))
-    manager = example.build(args)
+    await keep_the_copies(target, example.build(args))
+
+
+async def keep_the_copies(target: Target, manager: Any) -> None:
+    """The operator's whole scenario, run by ``manager`` (the example's, built with
+    ``--concurrency 2`` and any identity: tests/integration/test_operator_rbac.py runs
+    it under the operator's generated RBAC)."""
     async with watching(target) as (cms, _), manager:
         run = asyncio.create_task(manager.run(handle_signals=False))
         try:

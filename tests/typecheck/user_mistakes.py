@@ -23,10 +23,9 @@ from kubereflector import (
     run,
 )
 from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient, load_config
-from kubereflector.models import Deployment, Pod
+from kubereflector.models import Deployment, ObjectMeta, Pod
 from kubereflector.models.crd import ListType, PrinterColumn, Rule, custom_resource
-from kubereflector.models.meta_v1 import ObjectMeta
-from kubereflector.runtime import Manager, apply, finalizer, set_condition
+from kubereflector.runtime import AdmissionRequest, Manager, apply, finalizer, set_condition
 from kubereflector.testing import FakeControllerSource
 
 
@@ -199,6 +198,32 @@ WRONG_MARKERS = (
     PrinterColumn("Size", ".spec.size", type="text"),  # E: Argument "type" to "PrinterColumn"
     Rule("self > 0", reason="Invalid"),  # E: Argument "reason" to "Rule"
 )
+
+
+def declared_a_permission_as_a_tuple(manager: Manager) -> None:
+    wanted = [("secrets", "get")]
+    manager.reconciler("configmaps", rbac=wanted)  # E: Argument "rbac" to "reconciler"
+
+
+class Gadget(TypedDict):
+    spec: dict[str, Any]
+
+
+def webhooks_typed_wrong(manager: Manager) -> None:
+    @manager.validator(Pod)  # E: "Callable[[Deployment, AdmissionRequest[Deployment]], None]"
+    def check(pod: Deployment, request: AdmissionRequest[Deployment]) -> None:
+        return None
+
+    manager.defaulter(Pod, failure_policy="Never")  # E: No overload variant of "defaulter"
+    manager.validator(Pod, reinvocation_policy="IfNeeded")  # E: Unexpected keyword argument
+
+    async def to_hub(old: Gadget) -> Pod:
+        return {"spec": {"containers": []}}
+
+    def from_hub(new: Pod) -> Gadget:
+        return {"spec": {}}
+
+    manager.converter(Pod, Gadget, to_hub=to_hub, from_hub=from_hub)  # E: Argument "to_hub"
 
 
 async def operator_helpers(api: ResourceClient[Deployment], deployment: Deployment) -> None:

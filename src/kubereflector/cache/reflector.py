@@ -43,6 +43,7 @@ from ..errors import ApiError, error_from_status
 from . import _relist
 from ._gc import defer_full_collections
 from ._relist import (
+    RelistRequiredError,
     SyncPoint,
     VeryShortWatchError,
     WatchAction,
@@ -74,6 +75,7 @@ __all__ = [
     "ReflectorOptions",
     "ReflectorPhase",
     "ReflectorStats",
+    "RelistRequiredError",
     "VeryShortWatchError",
     "WatchErrorHandler",
     "WatchListUnsupportedError",
@@ -292,6 +294,12 @@ class Reflector:
     ``options`` (:class:`ReflectorOptions`) tune listing, watching and recovery;
     ``backoff`` replaces the Backoff built from them with an object of your own
     (e.g. one that reports its waits). ``clock`` drives every wait.
+
+    A ListerWatcher whose selection can change (a
+    :class:`~kubereflector.cache.sharded_listwatch.ShardedListWatch`) has an async
+    ``wait_changed()`` that returns at the next change: the Reflector ends its
+    watch then, and lists again at once, as it does when ``list`` or ``watch``
+    raises :class:`RelistRequiredError`.
     """
 
     def __init__(
@@ -397,11 +405,18 @@ class Reflector:
         returning; the store is left as the last applied event made it.
         """
         logger.debug("%s: starting", self.name)
+        relisted_at = -1  # syncs done when a relist was last required
         try:
             while True:
                 wait_at_least = 0.0
                 try:
                     await self.list_and_watch()
+                except RelistRequiredError as err:
+                    if relisted_at != self._lists:  # at once, unless no sync came since
+                        relisted_at = self._lists
+                        logger.info("%s: %s; listing again", self.name, err)
+                        continue
+                    self.on_watch_error(self, err)
                 except Exception as err:
                     wait_at_least = _relist.retry_after(err)
                     self.on_watch_error(self, err)
@@ -513,6 +528,8 @@ class Reflector:
             try:
                 count = await self._stream(self._watch_options(watch_list), synced)
             except Exception as err:
+                if isinstance(err, RelistRequiredError):
+                    raise
                 if watch_list and not synced.is_set():
                     watch_list = await self._after_failed_watch_list(err, synced)
                     continue
@@ -581,17 +598,26 @@ class Reflector:
         self._watches += 1
         self._heard_at = self.clock.now()
         idle_timeout = self._options.idle_timeout
+        wait_changed = getattr(self._lw, "wait_changed", None)
         consumer = asyncio.create_task(self._consume(options, synced))
-        if idle_timeout is None:
+        if idle_timeout is None and not callable(wait_changed):
             try:
                 return await consumer
             finally:
                 await cancel_and_wait(consumer)
-        watchdog = asyncio.create_task(self._watchdog(idle_timeout))
+        watchdog = (
+            asyncio.create_task(self._watchdog(idle_timeout)) if idle_timeout is not None else None
+        )
+        changed = asyncio.create_task(wait_changed()) if callable(wait_changed) else None
         try:
-            await asyncio.wait({consumer, watchdog}, return_when=asyncio.FIRST_COMPLETED)
+            waits = {task for task in (consumer, watchdog, changed) if task is not None}
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if consumer.done():
                 return consumer.result()
+            if changed is not None and changed.done():
+                changed.result()
+                raise RelistRequiredError(f"what {self.source} lists changed")
+            assert watchdog is not None
             self._stalls += 1
             raise WatchStalledError(
                 f"{self.name}: the watch of {self.source} was silent for at least "
@@ -600,7 +626,9 @@ class Reflector:
             )
         finally:
             await cancel_and_wait(consumer)
-            await cancel_and_wait(watchdog)
+            for task in (watchdog, changed):
+                if task is not None:
+                    await cancel_and_wait(task)
 
     async def _watchdog(self, idle: float) -> float:
         """Return how long no event arrived, once that is ``idle`` seconds or more

@@ -12,6 +12,8 @@
                            [--history-limit N]
     kubereflector demo [--duration S] [--forever]
     kubereflector crd MODULE:CLASS [MODULE:CLASS ...] [-o yaml|json]
+    kubereflector manifests MODULE:MANAGER [-n NS] [--image I] [--replicas N] [-o yaml|json]
+                            [--report-only] [--check COMMAND ...]
 
 ``watch`` runs a :class:`~kubereflector.SharedIndexInformer` for a resource
 (resolved through discovery: ``pods``, ``po``, ``deploy``, a CRD plural) and
@@ -23,6 +25,9 @@ syncs once and prints from the cache, with kubectl's columns (a CRD's
 an informer against it under churn and injected faults, narrating the recovery.
 ``crd`` prints the CustomResourceDefinition of custom resources declared in Python
 (:mod:`kubereflector.models.crd`), importing them from the current directory.
+``manifests`` prints the ServiceAccount, least-privilege RBAC and Deployment of the
+operator a Manager describes, or (``--check``) runs its tests against an emulator
+enforcing that RBAC and reports what it refused.
 
 Errors a user can cause (no kubeconfig, unknown context or resource, an
 unreachable server, 401/403, a malformed selector) print one line on stderr
@@ -32,6 +37,7 @@ interrupted. ``--debug`` adds the traceback and debug logging.
 :func:`main` is the console script, and the package's only public name. Inside,
 one private module per command (``_watch``, ``_get``, ``_emulator``, ``_demo``,
 ``_crd``),
+``_manifests`` with ``_rbac_check``),
 each adding its sub-command to the parser and running it; ``_dispatch.amain``
 runs one command on a running event loop (stopped by its ``stop`` event instead
 of a signal); ``_observer`` watches what passes between the Reflector and the

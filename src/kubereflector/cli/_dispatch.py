@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TextIO
 
 from ..clock import Clock, RealClock
-from . import _crd, _demo, _emulator, _get, _watch
+from . import _crd, _demo, _emulator, _get, _manifests, _watch
 from ._context import CommandContext
 from ._errors import EXIT_ERROR, EXIT_USAGE, PROG, UsageError, describe
 from ._parser import Parser
@@ -42,6 +42,7 @@ def _build_parser(ctx: CommandContext) -> Parser:
         _emulator.add_parser(commands, [debug]),
         _demo.add_parser(commands, [debug]),
         _crd.add_parser(commands, [debug]),
+        _manifests.add_parser(commands, [debug]),
     ]
     for p in (parser, *subparsers):
         p.out = ctx.stdout

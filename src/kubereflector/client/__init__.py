@@ -16,8 +16,9 @@ from .resource import (
     PatchType,
     PropagationPolicy,
     ResourceClient,
+    WriteObserver,
 )
-from .rest import Client, JsonValue, RequestMetrics, WriteObserver
+from .rest import Client, JsonValue, RequestMetrics
 from .retry import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRY,

@@ -18,9 +18,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Protocol, cast
 
 from ..cache.compact import ObjectMode, _check_object_mode
 from ..cache.keys import KubeObject, ModelT
@@ -41,6 +41,7 @@ __all__ = [
     "PatchType",
     "PropagationPolicy",
     "ResourceClient",
+    "WriteObserver",
 ]
 
 PatchType = Literal["merge", "json", "strategic"]
@@ -59,6 +60,25 @@ PATCH_CONTENT_TYPES: Final[Mapping[str, str]] = {
 
 APPLY_PATCH_CONTENT_TYPE: Final = "application/apply-patch+yaml"
 """The ``Content-Type`` of a server-side apply (the body is JSON, which is YAML)."""
+
+
+class WriteObserver(Protocol):
+    """Told of each write (create, update, patch, apply, delete; dry runs excepted) a
+    :class:`~kubereflector.client.ResourceClient` made and the server accepted: the
+    resource, the verb, the object's namespace (``None`` for a cluster-scoped
+    resource) and name, and the server's answer (the object, or a ``Status`` for some
+    deletes). Called on the Client's event loop before the write returns: it must be
+    quick and must not raise."""
+
+    def written(
+        self,
+        resource: ResourceInfo,
+        verb: str,
+        namespace: str | None,
+        name: str,
+        result: Mapping[str, Any],
+    ) -> None:
+        """A write the server accepted (see the class documentation)."""
 
 
 class ResourceClient(Generic[ModelT]):
@@ -475,9 +495,10 @@ def _mode_keyword(object_mode: ObjectMode) -> dict[str, ObjectMode]:
 
 
 class _ResolvingWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent[ModelT]]]):
-    """Resolves the resource, then opens the Client's watch."""
+    """Resolves the resource, then opens the Client's watch (``keep``: its filter,
+    see :meth:`Client.watch <kubereflector.client.Client.watch>`)."""
 
-    __slots__ = ("_inner", "_metadata_only", "_mode", "_options", "_resource")
+    __slots__ = ("_inner", "_keep", "_metadata_only", "_mode", "_options", "_resource")
 
     def __init__(
         self,
@@ -485,21 +506,26 @@ class _ResolvingWatch(contextlib.AbstractAsyncContextManager[AsyncIterator[Watch
         options: ListOptions,
         metadata_only: bool,
         object_mode: ObjectMode,
+        keep: Callable[[Any], bool] | None = None,
     ) -> None:
         self._resource = resource
         self._options = options
         self._metadata_only = metadata_only
         self._mode: ObjectMode = object_mode
+        self._keep = keep
         self._inner: WatchStream | None = None
 
     async def __aenter__(self) -> AsyncIterator[WatchEvent[ModelT]]:
         resource = self._resource
         info = await resource._supporting("watch")
+        extra: dict[str, Any] = dict(_mode_keyword(self._mode))
+        if self._keep is not None:  # (only when set: a Client double may not take it)
+            extra["keep"] = self._keep
         inner = resource.client.watch(
             info.api_path(resource.namespace),
             self._options,
             metadata_only=self._metadata_only,
-            **_mode_keyword(self._mode),
+            **extra,
         )
         events = await inner.__aenter__()
         self._inner = inner

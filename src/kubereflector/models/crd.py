@@ -9,7 +9,7 @@ generated.
     from typing_extensions import NotRequired, TypedDict
 
     from kubereflector.models.crd import custom_resource
-    from kubereflector.models.meta_v1 import ObjectMeta
+    from kubereflector.models import ObjectMeta
 
     class FooSpec(TypedDict):
         deploymentName: str

@@ -1,6 +1,6 @@
-"""The controller runtime: reconcilers, predicates, a manager (controller-runtime for Python),
-and the helpers a reconcile writes with: owner references, status conditions, apply and
-create-or-update, finalizers, read-your-own-writes."""
+"""The controller runtime: reconcilers, predicates, a manager, webhooks (controller-runtime for
+Python), and the helpers a reconcile writes with: owner references, status conditions, apply
+and create-or-update, finalizers, read-your-own-writes."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from .finalizer import (
     finalizer_sync,
     remove_finalizer_patch,
 )
+from .gate import GateTicket, ReconcileGate, ReconcileRevokedError
 from .handlers import (
     EchoFilter,
     EnqueueRequestsHandler,
@@ -30,6 +31,7 @@ from .handlers import (
     enqueue_owner,
 )
 from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
+from .manifests import DEFAULT_RESOURCES, Manifest, manifests
 from .options import ControllerOptions, InformerOptions
 from .owners import (
     AlreadyOwnedError,
@@ -40,6 +42,14 @@ from .owners import (
     remove_owner_reference,
     set_controller_reference,
     set_owner_reference,
+)
+from .permissions import (
+    ManagerDescription,
+    Permission,
+    Permissions,
+    ResourceRef,
+    Rule,
+    resolve_resource,
 )
 from .predicates import (
     Predicate,
@@ -55,6 +65,48 @@ from .predicates import (
 from .read_your_writes import OwnWrites, ReadYourWritesLister, StaleReadError
 from .reconcile import ReconcileFunc, Request, Result, TerminalError
 from .runnable import Runnable
+from .sharding import (
+    ClientLeaseStore,
+    LeaseStore,
+    ShardCoordinator,
+    Sharding,
+    ShardingStatus,
+    ShardSpace,
+    assign_shards,
+)
+from .webhooks import (
+    ADMISSION_REVIEW_VERSION,
+    CONVERSION_PATH,
+    CONVERSION_REVIEW_VERSION,
+    OPERATIONS,
+    AdmissionHandler,
+    AdmissionRequest,
+    AdmissionWebhook,
+    Cause,
+    CertificateFiles,
+    CertificateProblem,
+    Conversion,
+    ConversionError,
+    DefaulterOptions,
+    Denied,
+    GroupVersionKind,
+    GroupVersionResource,
+    HandlerDecorator,
+    Operation,
+    ReviewError,
+    SelfSignedCertificate,
+    UserInfo,
+    ValidatorOptions,
+    WebhookEndpoint,
+    WebhookExtraMissing,
+    WebhookOptions,
+    Webhooks,
+    WebhookServer,
+    conversion_stanza,
+    install_webhooks,
+    review_conversion,
+    webhook_configurations,
+)
 from .writes import (
     OperationResult,
     apply,
@@ -68,37 +120,82 @@ from .writes import (
 )
 
 __all__ = [
+    "ADMISSION_REVIEW_VERSION",
+    "CONVERSION_PATH",
+    "CONVERSION_REVIEW_VERSION",
+    "DEFAULT_RESOURCES",
+    "OPERATIONS",
+    "AdmissionHandler",
+    "AdmissionRequest",
+    "AdmissionWebhook",
     "AlreadyOwnedError",
+    "Cause",
+    "CertificateFiles",
+    "CertificateProblem",
+    "ClientLeaseStore",
     "ConditionStatus",
     "Conditions",
     "Controller",
     "ControllerOptions",
     "ControllerStoppedError",
+    "Conversion",
+    "ConversionError",
+    "DefaulterOptions",
+    "Denied",
     "EchoFilter",
     "EnqueueRequestsHandler",
     "FinalizerStep",
+    "GateTicket",
+    "GroupVersionKind",
+    "GroupVersionResource",
+    "HandlerDecorator",
     "InformerOptions",
     "LeaderElection",
     "LeaderElectionLostError",
+    "LeaseStore",
     "Manager",
+    "ManagerDescription",
     "ManagerError",
+    "Manifest",
     "Mapper",
+    "Operation",
     "OperationResult",
     "OwnWrites",
     "OwnerReferenceError",
+    "Permission",
+    "Permissions",
     "Predicate",
     "ReadYourWritesLister",
     "ReconcileFunc",
+    "ReconcileGate",
+    "ReconcileRevokedError",
     "Request",
     "RequestQueue",
+    "ResourceRef",
     "Result",
+    "ReviewError",
+    "Rule",
     "Runnable",
+    "SelfSignedCertificate",
+    "ShardCoordinator",
+    "ShardSpace",
+    "Sharding",
+    "ShardingStatus",
     "StaleReadError",
     "TerminalError",
+    "UserInfo",
+    "ValidatorOptions",
+    "WebhookEndpoint",
+    "WebhookExtraMissing",
+    "WebhookOptions",
+    "WebhookServer",
+    "Webhooks",
     "and_",
     "annotations_changed",
     "apply",
     "apply_sync",
+    "assign_shards",
+    "conversion_stanza",
     "create_or_patch",
     "create_or_patch_sync",
     "create_or_update",
@@ -113,19 +210,24 @@ __all__ = [
     "generation_changed",
     "get_controller_of",
     "get_owner_references",
+    "install_webhooks",
     "is_condition_false",
     "is_condition_true",
     "is_controlled_by",
     "label_selector",
     "labels_changed",
+    "manifests",
     "merge_patch",
     "not_",
     "or_",
     "remove_condition",
     "remove_finalizer_patch",
     "remove_owner_reference",
+    "resolve_resource",
     "resource_version_changed",
+    "review_conversion",
     "set_condition",
     "set_controller_reference",
     "set_owner_reference",
+    "webhook_configurations",
 ]

@@ -40,6 +40,9 @@ controller-runtime's ``pkg/internal/controller``, on kubereflector's informers a
 * **Workers.** ``max_concurrent_reconciles`` workers. A coroutine reconciler
   runs on the event loop; a plain function runs on a worker thread of the
   controller's own pool (one thread per worker), so it may block.
+* **Gate.** With a :class:`~kubereflector.runtime.gate.ReconcileGate` (a sharded
+  Manager's: the shards this replica holds), only the requests it lets through
+  are queued and reconciled; a reconcile it revokes is cancelled and forgotten.
 
 A Controller works on informers you give it (a :class:`~kubereflector.runtime.Manager`
 makes them from resource names), so tests drive one with
@@ -56,8 +59,8 @@ import contextvars
 import enum
 import logging
 import time
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from .._aio.calls import is_coroutine_callable
 from ..cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
@@ -65,7 +68,8 @@ from ..clock import Clock, RealClock
 from ..errors import ConflictError
 from ..workqueue import QueueShutDown, RateLimitingQueue
 from ._context import ReconcileContext, reconciling
-from .handlers import EnqueueRequestsHandler, Mapper, enqueue_object, enqueue_owner
+from .gate import GateTicket, ReconcileGate, ReconcileRevokedError
+from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .options import ControllerOptions, _checked_options
 from .predicates import Predicate, and_
 from .read_your_writes import OwnWrites, StaleReadError
@@ -180,6 +184,8 @@ class Controller:
       ``metrics`` receives controller-runtime's and the workqueue's metrics;
       ``own_writes``: the read-your-own-writes ledger of the Manager whose client
       the reconciler writes through (see the module documentation).
+    * ``gate``: a :class:`~kubereflector.runtime.gate.ReconcileGate` deciding which
+      requests are queued and reconciled (default: all).
 
     :meth:`run` once; stop it with :meth:`stop` (graceful) or by cancelling it
     (at once). Thread-safety: ``queue`` may be fed from any thread; ``run``,
@@ -198,6 +204,7 @@ class Controller:
         name: str | None = None,
         clock: Clock | None = None,
         metrics: Metrics | None = None,
+        gate: ReconcileGate | None = None,
         own_writes: OwnWrites | None = None,
     ) -> None:
         if not callable(reconcile):
@@ -244,6 +251,9 @@ class Controller:
             metrics_provider=metrics.workqueue_provider() if metrics is not None else None,
         )
         self._metrics_registry = metrics
+        if gate is not None and not isinstance(gate, ReconcileGate):
+            raise TypeError(f"gate must be a ReconcileGate, not {type(gate).__name__}")
+        self._gate = gate
         self._state = _State.NEW
         self._stopping = False
         self._worker_tasks: list[asyncio.Task[None]] = []
@@ -301,12 +311,15 @@ class Controller:
         if self._metrics_registry is not None:
             self._metrics_registry.track_queue(self._queue)
         try:
+            target: RequestQueue = self._queue
+            if self._gate is not None:
+                target = _GatedQueue(self._queue, self._gate)
             for informer, mapper, predicate in self._watches:
                 echoes = None
                 if self._own_writes is not None and not self._options.requeue_on_own_writes:
                     echoes = _Echoes(self._own_writes, informer, self)
                     self._echoes.append(echoes)
-                handler = EnqueueRequestsHandler(self._queue, mapper, predicate, echoes=echoes)
+                handler = EnqueueRequestsHandler(target, mapper, predicate, echoes=echoes)
                 registrations.append(informer.add_event_handler(handler))
             # The handlers, not only their informers: every initial request is queued
             # (at its priority) before the first reconcile.
@@ -388,7 +401,15 @@ class Controller:
             try:
                 if self._stopping:
                     return
-                await self._reconcile_one(request, priority)
+                if not await self._caught_up(request, priority):
+                    continue  # postponed: the cache has not seen the request's writes
+                ticket = None  # no await from here to the reconcile's start (see .gate)
+                if self._gate is not None:
+                    ticket = self._gate.enter(request)
+                    if ticket is None:  # not this controller's to reconcile now
+                        queue.forget(request)
+                        continue
+                await self._reconcile_one(request, priority, ticket)
             finally:
                 queue.done(request)
             in_a_row += 1
@@ -398,24 +419,32 @@ class Controller:
                 in_a_row = 0
                 await asyncio.sleep(0)
 
-    async def _reconcile_one(self, request: Request, priority: int = 0) -> None:
+    async def _caught_up(self, request: Request, priority: int) -> bool:
+        """Wait until the cache has seen what earlier reconciles of ``request`` wrote;
+        ``False`` when it did not in time (the request is then requeued with backoff)."""
+        own_writes = self._own_writes
+        if own_writes is None or not own_writes.has_writes_of(self._name, request):
+            return True
+        unseen = await own_writes.wait_for_request(self._name, request)
+        if unseen is None:
+            return True
+        self._metrics.stale()
+        logger.info(
+            "controller %s: reconcile of %s postponed (retried after backoff): "
+            "the cache has not seen %s within %gs",
+            self._name,
+            request,
+            unseen,
+            own_writes.timeout,
+        )
+        self._queue.add_rate_limited(request, priority=priority)
+        return False
+
+    async def _reconcile_one(
+        self, request: Request, priority: int = 0, ticket: GateTicket | None = None
+    ) -> None:
         queue = self._queue
         metrics = self._metrics
-        own_writes = self._own_writes
-        if own_writes is not None and own_writes.has_writes_of(self._name, request):
-            unseen = await own_writes.wait_for_request(self._name, request)
-            if unseen is not None:
-                metrics.stale()
-                logger.info(
-                    "controller %s: reconcile of %s postponed (retried after backoff): "
-                    "the cache has not seen %s within %gs",
-                    self._name,
-                    request,
-                    unseen,
-                    own_writes.timeout,
-                )
-                queue.add_rate_limited(request, priority=priority)
-                return
         metrics.worker_started()
         self._in_flight += 1
         started = time.perf_counter()
@@ -423,13 +452,17 @@ class Controller:
         if self._echoes:
             self._reconciling[request] = []
         try:
-            result = await self._call(request)
+            result = await self._call(request, ticket)
             if result is None:
                 result = Result()
             elif not isinstance(result, Result):
                 raise TypeError(
                     f"a reconciler returns a Result or None, not {type(result).__name__}"
                 )
+        except ReconcileRevokedError as err:
+            logger.info("controller %s: reconcile of %s revoked: %s", self._name, request, err)
+            queue.forget(request)
+            return
         except TerminalError as err:
             metrics.reconciled(_RESULT_ERROR, time.perf_counter() - started, terminal=True)
             logger.error(
@@ -475,6 +508,8 @@ class Controller:
                 self._events_meanwhile(request)
             self._in_flight -= 1
             metrics.worker_finished()
+            if ticket is not None:
+                ticket.exit()
         seconds = time.perf_counter() - started
         after = result.requeue_after
         if result.priority is not None:
@@ -497,15 +532,18 @@ class Controller:
             if not echoes.is_echo(request, obj, deleted):
                 self._queue.add(request, priority=priority)  # processing: queued after done
 
-    async def _call(self, request: Request) -> object:
-        """Run the reconciler (in the reconcile's context); ``_ReconcileTimeout`` when
-        ``reconcile_timeout`` passes first."""
+    async def _call(self, request: Request, ticket: GateTicket | None) -> object:
+        """Run the reconciler (in the reconcile's context; a coroutine under its gate's
+        ticket); ``_ReconcileTimeout`` when ``reconcile_timeout`` passes first."""
         timeout = self._options.reconcile_timeout
         work: asyncio.Future[Any]
         if self._is_coroutine:
+            call = cast("Awaitable[Result | None]", self._reconcile(request))
+            if ticket is not None:
+                call = ticket.run(call)
             if timeout is None:  # no task of its own: the worker's is enough
-                return await self._reconcile(request)  # type: ignore[misc]
-            work = asyncio.ensure_future(self._reconcile(request))  # type: ignore[arg-type]
+                return await call
+            work = asyncio.ensure_future(call)
         else:
             loop = asyncio.get_running_loop()
             context = contextvars.copy_context()
@@ -541,3 +579,18 @@ class Controller:
 
     def __repr__(self) -> str:
         return f"<Controller {self._name} {self._state.value} workers={self._workers}>"
+
+
+class _GatedQueue:
+    """A queue's ``add`` behind a gate's ``wanted`` (what a gated controller's handlers
+    add to)."""
+
+    __slots__ = ("_gate", "_queue")
+
+    def __init__(self, queue: RequestQueue, gate: ReconcileGate) -> None:
+        self._queue = queue
+        self._gate = gate
+
+    def add(self, item: Request, *, priority: int = 0) -> None:
+        if self._gate.wanted(item):
+            self._queue.add(item, priority=priority)

@@ -196,3 +196,31 @@ async def test_informer_metrics_are_read_at_scrape_time() -> None:
             await task
     with pytest.raises(TypeError, match="callable"):
         metrics.add_informers({"configmaps": informer})  # type: ignore[arg-type]
+
+
+def test_sharding_metrics_say_which_shards_a_replica_holds() -> None:
+    metrics = Metrics(process=False)
+    sharding = metrics.sharding("replicator")
+    sharding.members(3)
+    sharding.held({1, 3}, 4)
+    sharding.acquired()
+    sharding.acquired()
+    sharding.released("rebalance")
+    sharding.handoff(0.4)
+    assert value(metrics, "kubereflector_sharding_shards_held", name="replicator") == 2
+    held = [
+        value(metrics, "kubereflector_sharding_shard_held", name="replicator", shard=str(s))
+        for s in range(4)
+    ]
+    assert held == [0, 1, 0, 1]
+    assert value(metrics, "kubereflector_sharding_members", name="replicator") == 3
+    assert value(metrics, "kubereflector_sharding_acquisitions_total", name="replicator") == 2
+    assert (
+        value(
+            metrics, "kubereflector_sharding_releases_total", name="replicator", reason="rebalance"
+        )
+        == 1
+    )
+    assert value(metrics, "kubereflector_sharding_handoff_seconds_count", name="replicator") == 1
+    sharding.held({3}, 4)
+    assert value(metrics, "kubereflector_sharding_shard_held", name="replicator", shard="1") == 0

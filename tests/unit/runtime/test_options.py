@@ -35,7 +35,12 @@ def test_informer_options_are_the_factorys_arguments() -> None:
     options = InformerOptions(object_mode="compact", default_resync=30)
     assert set(options.as_kwargs()) <= factory_arguments
     assert options.as_kwargs()["object_mode"] == "compact"
-    assert set(options.as_kwargs()) == factory_arguments - {"client_or_config", "namespace"}
+    # The namespace is the manager's own argument; wrap_lister_watcher is its sharding's.
+    assert set(options.as_kwargs()) == factory_arguments - {
+        "client_or_config",
+        "namespace",
+        "wrap_lister_watcher",
+    }
 
 
 @pytest.mark.parametrize("workers", [0, -1, True, 1.5, "2"])
