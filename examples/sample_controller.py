@@ -137,7 +137,7 @@ def create_crd(client: SyncClient, *, wait: float = 30.0) -> None:
         crds.create(FOO_CRD)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        conditions = crds.get(FOOS).get("status", {}).get("conditions", [])
+        conditions = (crds.get(FOOS).get("status") or {}).get("conditions") or []
         if is_condition_true(conditions, "Established"):
             return
         time.sleep(0.2)

@@ -186,7 +186,7 @@ async def test_the_sample_controller_reconciles_each_foo_once_without_conflicts(
     async def established() -> None:
         while True:
             crd = await crds.get(example.FOOS)
-            conditions = crd.get("status", {}).get("conditions", [])
+            conditions = (crd.get("status") or {}).get("conditions") or []
             if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
                 return
             await asyncio.sleep(0.1)
