@@ -21,7 +21,8 @@ Outputs, under ``src/kubereflector/``:
   its own module, and imported where used. Modules whose kinds have REST paths register
   them (:func:`kubereflector.models.register`) when imported.
 * ``models/__init__.py``: every kind by its name, loaded lazily (PEP 562), where the
-  preferred group-version wins a name two groups share (:func:`preference`).
+  preferred group-version wins a name two groups share (:func:`preference`), and the
+  apimachinery types models of your own are made of (``ObjectMeta``, ``Condition``, ...).
 * ``testing/apiserver/_builtin_schemas.py``: each definition's merge metadata
   (``x-kubernetes-list-type``, ``-list-map-keys``, ``-map-type``, ``-patch-strategy``,
   ``-patch-merge-key``) and the field -> definition references to walk a kind's tree.
@@ -349,7 +350,26 @@ def build_model(spec: Spec, release: str, generator_digest: str) -> Model:
         )
         for name, kinds in sorted(rivals.items())
     }
+    for short in _META_NAMES:
+        meta = definitions.get(f"{_META_PACKAGE}.{short}")
+        if meta is None:
+            continue  # (a spec without it: the fixture specs of the tests)
+        if short in exported:
+            raise SpecError(f"a kind is named {short}, as {_META_PACKAGE}.{short} is")
+        exported[short] = meta
     return Model(release, spec.digest, generator_digest, definitions, exported)
+
+
+_META_NAMES: Final = (
+    "Condition",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "ListMeta",
+    "ObjectMeta",
+    "OwnerReference",
+)
+"""apimachinery's types a model of your own is made of (``metadata: ObjectMeta``, a
+status's ``conditions: list[Condition]``): importable from the package beside the kinds."""
 
 
 # -- text -------------------------------------------------------------------------------------
@@ -675,7 +695,8 @@ preferred one is here: GA over beta over alpha, then the higher version, then th
 group (``Event`` is core/v1's, ``HorizontalPodAutoscaler`` autoscaling/v2's); every \
 kind and every other type is in its group-version's module \
 (``kubereflector.models.events_v1.Event``, ``kubereflector.models.core_v1.PodSpec``; \
-apimachinery's ``ObjectMeta``, ``Quantity``, ... in ``meta_v1``).
+apimachinery's types in ``meta_v1``, its ``ObjectMeta``, ``ListMeta``, ``OwnerReference``, \
+``Condition``, ``LabelSelector`` and ``LabelSelectorRequirement`` here too).
 
 :func:`resource_of` gives a kind's group, version, plural and scope without asking the \
 server; :func:`register` adds your own models (custom resources)."""

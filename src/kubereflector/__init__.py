@@ -93,11 +93,27 @@ from .cache.reflector import (
     ReflectorOptions,
     ReflectorPhase,
     ReflectorStats,
+    RelistRequiredError,
     VeryShortWatchError,
     WatchErrorHandler,
     WatchListUnsupportedError,
     WatchStalledError,
     default_watch_error_handler,
+)
+
+# -- sharded_listwatch.py --
+from .cache.sharded_listwatch import ShardedListWatch, ShardFilter, SyncedFilter
+
+# -- shards.py --
+from .cache.shards import (
+    HASH_SPACE,
+    NAMESPACE_FIELD,
+    UID_FIELD,
+    ShardField,
+    ShardRange,
+    ShardSelector,
+    ShardSelectorError,
+    fnv1a_64,
 )
 
 # -- shared_informer.py --
@@ -164,6 +180,7 @@ if TYPE_CHECKING:
         SharedInformerFactory,
         SyncSharedInformerFactory,
         TweakListOptionsFunc,
+        WrapListerWatcherFunc,
     )
 
 # -- runner.py --
@@ -189,6 +206,7 @@ _FACTORY_NAMES = frozenset(
         "SharedInformerFactory",
         "SyncSharedInformerFactory",
         "TweakListOptionsFunc",
+        "WrapListerWatcherFunc",
     }
 )
 
@@ -212,9 +230,12 @@ __all__ = [
     "DELETED",
     "ERROR",
     "FIFO",
+    "HASH_SPACE",
     "INITIAL_EVENTS_END_ANNOTATION",
     "MODIFIED",
+    "NAMESPACE_FIELD",
     "NAMESPACE_INDEX",
+    "UID_FIELD",
     "AlreadyExistsError",
     "AlreadyStartedError",
     "ApiError",
@@ -278,17 +299,25 @@ __all__ = [
     "ReflectorStats",
     "ReflectorStore",
     "Registration",
+    "RelistRequiredError",
     "ReplacedAllInfo",
     "ResourceEventHandler",
     "ResourceEventHandlerDetailedFuncs",
     "ResourceEventHandlerFuncs",
     "ResourceVersionUpdater",
     "SelectorLike",
+    "ShardField",
+    "ShardFilter",
+    "ShardRange",
+    "ShardSelector",
+    "ShardSelectorError",
+    "ShardedListWatch",
     "SharedIndexInformer",
     "SharedInformerFactory",
     "StatusCause",
     "Store",
     "SyncSharedInformerFactory",
+    "SyncedFilter",
     "ThreadSafeStore",
     "TooLargeResourceVersionError",
     "TooManyRequestsError",
@@ -307,6 +336,7 @@ __all__ = [
     "WatchListUnsupportedError",
     "WatchStalledError",
     "WatchStream",
+    "WrapListerWatcherFunc",
     "__compiled__",
     "__version__",
     "compose",
@@ -315,6 +345,7 @@ __all__ = [
     "deletion_handling_meta_namespace_key_func",
     "error_from_status",
     "failure_status",
+    "fnv1a_64",
     "get_labels",
     "get_metadata",
     "get_name",

@@ -94,6 +94,7 @@ __all__ = [
     "SharedInformerFactory",
     "SyncSharedInformerFactory",
     "TweakListOptionsFunc",
+    "WrapListerWatcherFunc",
 ]
 
 logger = logging.getLogger("kubereflector.factory")
@@ -104,6 +105,11 @@ TweakListOptionsFunc = Callable[[ListOptions], ListOptions]
 """Rewrites the ``ListOptions`` of every list and watch of a factory's informers
 (e.g. to add a label selector); returns new options (``dataclasses.replace``).
 Runs on the event loop: it must be quick and must not block."""
+
+WrapListerWatcherFunc = Callable[[ResourceInfo, ListerWatcher], ListerWatcher]
+"""Wraps the ListerWatcher of each informer a factory makes (its resource, its
+ListerWatcher; e.g. in a :class:`~kubereflector.ShardedListWatch`). Called once per
+informer, when it is made, on the thread that asked for it."""
 
 
 class FactoryShutdownError(RuntimeError):
@@ -173,6 +179,7 @@ class _FactoryBase:
         reflector_options: ReflectorOptions | None = None,
         custom_reflector_options: Mapping[str, ReflectorOptions] | None = None,
         object_mode: ObjectMode = "dict",
+        wrap_lister_watcher: WrapListerWatcherFunc | None = None,
     ) -> None:
 
         if namespace:
@@ -195,6 +202,8 @@ class _FactoryBase:
             raise TypeError("tweak_list_options must be callable")
         if transform is not None and not callable(transform):
             raise TypeError("transform must be callable")
+        if wrap_lister_watcher is not None and not callable(wrap_lister_watcher):
+            raise TypeError("wrap_lister_watcher must be callable")
         self._owns_client = isinstance(client_or_config, ClientConfig)
         if isinstance(client_or_config, ClientConfig):
             # Not bound to any loop yet: a Client binds to the loop it is first used on.
@@ -209,6 +218,7 @@ class _FactoryBase:
         self._namespace = namespace or None
         self._default_resync = float(default_resync)
         self._tweak = tweak_list_options
+        self._wrap = wrap_lister_watcher
         self._transform = transform
         self._object_mode = _check_object_mode(object_mode)
         self._custom_resync = custom
@@ -406,6 +416,8 @@ class _FactoryBase:
         )
         if self._tweak is not None:
             lw = _TweakedListerWatcher(lw, self._tweak)
+        if self._wrap is not None:
+            lw = self._wrap(info, lw)
         informer = SharedIndexInformer(
             lw,
             expected_kind=info.kind or None,
@@ -632,6 +644,9 @@ class SharedInformerFactory(_FactoryBase):
     one from the default with ``dataclasses.replace(default, page_size=100)``).
     ``object_mode`` (``"dict"``, the default, or ``"compact"``) is every
     informer's (see :class:`~kubereflector.SharedIndexInformer`).
+    ``wrap_lister_watcher`` (a :data:`WrapListerWatcherFunc`) wraps each
+    informer's ListerWatcher when the informer is made (a sharded Manager wraps
+    them in :class:`~kubereflector.ShardedListWatch` es).
 
     Thread-safety: :meth:`informer_for`, :meth:`lister_for`, :meth:`start` and
     the cache reads may be called from any thread; the coroutines may be

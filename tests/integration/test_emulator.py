@@ -1214,6 +1214,10 @@ async def test_discovery_legacy_and_aggregated(env: tuple[ApiServerEmulator, Api
         "events.k8s.io",
         "coordination.k8s.io",
         "apiextensions.k8s.io",
+        "admissionregistration.k8s.io",
+        "rbac.authorization.k8s.io",
+        "authorization.k8s.io",
+        "policy",
         "example.com",
     }
     group = await api.ok("GET", "/apis/example.com")

@@ -43,12 +43,12 @@ from kubereflector.models import (
     ConfigMap,
     Deployment,
     Node,
+    ObjectMeta,
     Pod,
     Secret,
     register,
 )
 from kubereflector.models.core_v1 import PodSpec
-from kubereflector.models.meta_v1 import ObjectMeta
 from kubereflector.runtime import Manager, Request, Result, enqueue_object, finalizer
 
 

@@ -2,12 +2,14 @@
 mypy error containing the comment's text, and no other line may get one
 (test_typecheck.py).
 The correct versions of these lines are in user_async.py, user_sync.py,
-user_typed_objects.py and user_generics.py."""
+user_typed_objects.py, user_generics.py and user_crd.py."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from typing import Any
+
+from typing_extensions import NotRequired, TypedDict
 
 from kubereflector import (
     DeletedFinalStateUnknown,
@@ -21,8 +23,9 @@ from kubereflector import (
     run,
 )
 from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient, load_config
-from kubereflector.models import Deployment, Pod
-from kubereflector.runtime import Manager
+from kubereflector.models import Deployment, ObjectMeta, Pod
+from kubereflector.models.crd import ListType, PrinterColumn, Rule, custom_resource
+from kubereflector.runtime import AdmissionRequest, Manager, apply, finalizer, set_condition
 from kubereflector.testing import FakeControllerSource
 
 
@@ -166,3 +169,68 @@ def wrote_the_wrong_thing_blocking(client: SyncClient, deployment: Deployment) -
         {"spec": {"containers": [], "nodeNmae": "n1"}},  # E: Extra key "nodeNmae" for TypedDict
         field_manager="me",
     )
+
+
+class GizmoSpec(TypedDict):
+    size: int
+
+
+@custom_resource(group="example.com", version="v1", scope="Namespace")  # E: Argument "scope"
+class Gizmo(TypedDict):
+    metadata: NotRequired[ObjectMeta]
+    spec: GizmoSpec
+
+
+def misread_a_custom_resource(gizmo: Gizmo) -> None:
+    print(gizmo["spec"]["sise"])  # E: TypedDict "GizmoSpec" has no key "sise"
+    gizmo["spec"]["size"] = "3"  # E: Value of "size" has incompatible type "str"
+
+
+BAD_GIZMO: Gizmo = {"spec": {"size": 1.5}}  # E: TypedDict item "size" has type "int"
+
+
+async def created_the_wrong_model(client: Client, pod: Pod) -> None:
+    await client.resource(Gizmo, namespace="shop").create(pod)  # E: type "Pod"; expected "Gizmo"
+
+
+WRONG_MARKERS = (
+    ListType("bag"),  # E: Argument 1 to "ListType" has incompatible type
+    PrinterColumn("Size", ".spec.size", type="text"),  # E: Argument "type" to "PrinterColumn"
+    Rule("self > 0", reason="Invalid"),  # E: Argument "reason" to "Rule"
+)
+
+
+def declared_a_permission_as_a_tuple(manager: Manager) -> None:
+    wanted = [("secrets", "get")]
+    manager.reconciler("configmaps", rbac=wanted)  # E: Argument "rbac" to "reconciler"
+
+
+class Gadget(TypedDict):
+    spec: dict[str, Any]
+
+
+def webhooks_typed_wrong(manager: Manager) -> None:
+    @manager.validator(Pod)  # E: "Callable[[Deployment, AdmissionRequest[Deployment]], None]"
+    def check(pod: Deployment, request: AdmissionRequest[Deployment]) -> None:
+        return None
+
+    manager.defaulter(Pod, failure_policy="Never")  # E: No overload variant of "defaulter"
+    manager.validator(Pod, reinvocation_policy="IfNeeded")  # E: Unexpected keyword argument
+
+    async def to_hub(old: Gadget) -> Pod:
+        return {"spec": {"containers": []}}
+
+    def from_hub(new: Pod) -> Gadget:
+        return {"spec": {}}
+
+    manager.converter(Pod, Gadget, to_hub=to_hub, from_hub=from_hub)  # E: Argument "to_hub"
+
+
+async def operator_helpers(api: ResourceClient[Deployment], deployment: Deployment) -> None:
+    set_condition(deployment, "Ready", "Yes", reason="Fine")  # E: Argument 3 to "set_condition"
+    await apply(api, deployment, force="yes")  # E: Argument "force" to "apply"
+
+    async def on_pod(pod: Pod) -> None:
+        print(pod)
+
+    await finalizer(api, "x", deployment, apply=on_pod, cleanup=on_pod)  # E: Argument "apply"

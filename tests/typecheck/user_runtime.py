@@ -1,6 +1,6 @@
 """A user's operator on kubereflector.runtime, as mypy --strict sees it: the two
 ways to run a Manager, reconcilers (coroutine and plain), predicates, the
-finalizer helper and leader election. Type-checked by test_typecheck.py (never
+finalizer helper, leader election and sharding. Type-checked by test_typecheck.py (never
 run: it would need a cluster)."""
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from kubereflector.runtime import (
     Manager,
     Request,
     Result,
+    Sharding,
+    ShardingStatus,
     TerminalError,
     and_,
     finalizer,
@@ -92,3 +94,20 @@ async def lead_alone() -> None:
     elector = LeaderElector(lock, on_started_leading=work, release_on_cancel=True)
     await elector.run()
     assert_type(elector.is_leader(), bool)
+
+
+def a_sharded_operator() -> Manager:
+    """Replicas splitting the work: each reconciles the objects of its shards."""
+    sharded = Manager(load_config(), sharding=Sharding(name="my-operator", shards=64))
+
+    @sharded.reconciler("configmaps", owns=["configmaps"])
+    async def reconcile_one(request: Request) -> None:
+        return None
+
+    coordinator = sharded.sharding
+    if coordinator is not None:
+        status = coordinator.status()
+        assert_type(status, ShardingStatus)
+        assert_type(status.held, frozenset[int])
+        assert_type(coordinator.ready(), bool)
+    return sharded

@@ -113,3 +113,11 @@ def test_transform_examples() -> None:
     assert only_scheduling(pod) == {"metadata": {"name": "a"}, "spec": {"nodeName": "n1"}}
     tombstone = DeletedFinalStateUnknown("default/a", pod)
     assert only_scheduling(tombstone) is tombstone
+
+
+@pytest.mark.asyncio
+async def test_webhooks_testing_example() -> None:
+    """The docs' test of webhooks against the emulator passes as written."""
+    block = snippet("docs/how-to/webhooks.md", "Test your webhooks without a cluster")
+    namespace = block.execute()
+    await namespace["test_a_bar_is_defaulted_and_a_bad_one_refused"]()

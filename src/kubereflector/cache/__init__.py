@@ -22,6 +22,8 @@ from . import (
     listwatch,
     queue,
     reflector,
+    sharded_listwatch,
+    shards,
     shared_informer,
     store,
     transforms,
@@ -36,6 +38,8 @@ from .listers import *  # noqa: F403
 from .listwatch import *  # noqa: F403
 from .queue import *  # noqa: F403
 from .reflector import *  # noqa: F403
+from .sharded_listwatch import *  # noqa: F403
+from .shards import *  # noqa: F403
 from .shared_informer import *  # noqa: F403
 from .store import *  # noqa: F403
 from .transforms import *  # noqa: F403
@@ -51,6 +55,8 @@ __all__ = (
     + listwatch.__all__
     + queue.__all__
     + reflector.__all__
+    + sharded_listwatch.__all__
+    + shards.__all__
     + shared_informer.__all__
     + store.__all__
     + transforms.__all__

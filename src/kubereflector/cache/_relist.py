@@ -41,6 +41,13 @@ class WatchListUnsupportedError(Exception):
     """A watch-list stream ended without the bookmark that closes its initial events."""
 
 
+class RelistRequiredError(Exception):
+    """What a ListerWatcher lists has changed (a shard selector moved, see
+    :class:`~kubereflector.cache.sharded_listwatch.ShardedListWatch`): its objects
+    must be listed anew. Raised by a ListerWatcher's ``list`` or ``watch``; a
+    Reflector then ends its cycle and lists again at once, without backoff."""
+
+
 def resource_version_of(value: object) -> str:
     """The resourceVersion to record from an object's ``metadata.resourceVersion``:
     ``value`` itself when it is a string, else ``""`` (absent: the last one stays).

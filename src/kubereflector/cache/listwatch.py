@@ -73,6 +73,9 @@ class ListOptions:
 
     Every field has a default, so ``ListOptions()`` is valid. ``None`` means
     "not sent". ``continue_`` is the ``continue`` token (a keyword in Python).
+    ``shard_selector`` is KEP-5866's ``shardSelector`` (see
+    :mod:`kubereflector.cache.shards`): servers without sharded list and watch
+    ignore it.
     """
 
     resource_version: str = ""
@@ -84,11 +87,16 @@ class ListOptions:
     timeout_seconds: int | None = None
     allow_watch_bookmarks: bool = False
     send_initial_events: bool | None = None
+    shard_selector: str = ""
 
 
 @dataclass(slots=True)
 class ListResult(Generic[ObjectT]):
     """One page of a list: the items, the list's resourceVersion and paging state.
+
+    ``shard_info`` is the shard selector the server says it applied
+    (``metadata.shardInfo.selector``), ``None`` when it filtered nothing (a server
+    without sharded list and watch ignores ``shardSelector``).
 
     A ``ListResult[T]`` holds ``T`` objects (plain ``ListResult``: ``Any``)."""
 
@@ -96,6 +104,7 @@ class ListResult(Generic[ObjectT]):
     resource_version: str = ""
     continue_: str = ""
     remaining_item_count: int | None = None
+    shard_info: str | None = None
 
 
 # typing_extensions' NamedTuple: a generic NamedTuple needs Python 3.11 otherwise.

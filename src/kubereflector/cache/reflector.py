@@ -43,6 +43,7 @@ from ..errors import ApiError, error_from_status
 from . import _relist
 from ._gc import defer_full_collections
 from ._relist import (
+    RelistRequiredError,
     SyncPoint,
     VeryShortWatchError,
     WatchAction,
@@ -74,6 +75,7 @@ __all__ = [
     "ReflectorOptions",
     "ReflectorPhase",
     "ReflectorStats",
+    "RelistRequiredError",
     "VeryShortWatchError",
     "WatchErrorHandler",
     "WatchListUnsupportedError",
@@ -264,6 +266,11 @@ class ReflectorStats:
     events: int
     """Watch events received, bookmarks included."""
     last_sync_resource_version: str
+    last_heard_at: float | None = None
+    """The Reflector clock's time the server was last heard from (a watch event or
+    bookmark, a completed list, a watch opened; ``None``: never). Events are noticed
+    by the snapshots: its resolution is the time between two :meth:`Reflector.stats`
+    calls (nothing is timed on the watch path)."""
 
 
 class Reflector:
@@ -287,6 +294,12 @@ class Reflector:
     ``options`` (:class:`ReflectorOptions`) tune listing, watching and recovery;
     ``backoff`` replaces the Backoff built from them with an object of your own
     (e.g. one that reports its waits). ``clock`` drives every wait.
+
+    A ListerWatcher whose selection can change (a
+    :class:`~kubereflector.cache.sharded_listwatch.ShardedListWatch`) has an async
+    ``wait_changed()`` that returns at the next change: the Reflector ends its
+    watch then, and lists again at once, as it does when ``list`` or ``watch``
+    raises :class:`RelistRequiredError`.
     """
 
     def __init__(
@@ -328,6 +341,8 @@ class Reflector:
         self._watch_restarts = 0
         self._stalls = 0
         self._events = 0
+        self._heard_at: float | None = None  # see ReflectorStats.last_heard_at
+        self._heard_events = 0
 
     # -- public ---------------------------------------------------------------
 
@@ -367,6 +382,10 @@ class Reflector:
     def stats(self) -> ReflectorStats:
         """A snapshot of the counters since this Reflector was created (lists, relists,
         watches, restarts, stalls, ...). Any thread."""
+        events = self._events
+        if events != self._heard_events:
+            self._heard_events = events
+            self._heard_at = self.clock.now()
         return ReflectorStats(
             lists=self._lists,
             relists=max(0, self._lists - 1),
@@ -375,6 +394,7 @@ class Reflector:
             stalls=self._stalls,
             events=self._events,
             last_sync_resource_version=self._position.rv,
+            last_heard_at=self._heard_at,
         )
 
     async def run(self) -> None:
@@ -385,11 +405,18 @@ class Reflector:
         returning; the store is left as the last applied event made it.
         """
         logger.debug("%s: starting", self.name)
+        relisted_at = -1  # syncs done when a relist was last required
         try:
             while True:
                 wait_at_least = 0.0
                 try:
                     await self.list_and_watch()
+                except RelistRequiredError as err:
+                    if relisted_at != self._lists:  # at once, unless no sync came since
+                        relisted_at = self._lists
+                        logger.info("%s: %s; listing again", self.name, err)
+                        continue
+                    self.on_watch_error(self, err)
                 except Exception as err:
                     wait_at_least = _relist.retry_after(err)
                     self.on_watch_error(self, err)
@@ -501,6 +528,8 @@ class Reflector:
             try:
                 count = await self._stream(self._watch_options(watch_list), synced)
             except Exception as err:
+                if isinstance(err, RelistRequiredError):
+                    raise
                 if watch_list and not synced.is_set():
                     watch_list = await self._after_failed_watch_list(err, synced)
                     continue
@@ -567,18 +596,28 @@ class Reflector:
         The stream is closed before this returns, also on cancellation.
         """
         self._watches += 1
+        self._heard_at = self.clock.now()
         idle_timeout = self._options.idle_timeout
+        wait_changed = getattr(self._lw, "wait_changed", None)
         consumer = asyncio.create_task(self._consume(options, synced))
-        if idle_timeout is None:
+        if idle_timeout is None and not callable(wait_changed):
             try:
                 return await consumer
             finally:
                 await cancel_and_wait(consumer)
-        watchdog = asyncio.create_task(self._watchdog(idle_timeout))
+        watchdog = (
+            asyncio.create_task(self._watchdog(idle_timeout)) if idle_timeout is not None else None
+        )
+        changed = asyncio.create_task(wait_changed()) if callable(wait_changed) else None
         try:
-            await asyncio.wait({consumer, watchdog}, return_when=asyncio.FIRST_COMPLETED)
+            waits = {task for task in (consumer, watchdog, changed) if task is not None}
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if consumer.done():
                 return consumer.result()
+            if changed is not None and changed.done():
+                changed.result()
+                raise RelistRequiredError(f"what {self.source} lists changed")
+            assert watchdog is not None
             self._stalls += 1
             raise WatchStalledError(
                 f"{self.name}: the watch of {self.source} was silent for at least "
@@ -587,7 +626,9 @@ class Reflector:
             )
         finally:
             await cancel_and_wait(consumer)
-            await cancel_and_wait(watchdog)
+            for task in (watchdog, changed):
+                if task is not None:
+                    await cancel_and_wait(task)
 
     async def _watchdog(self, idle: float) -> float:
         """Return how long no event arrived, once that is ``idle`` seconds or more
@@ -814,6 +855,7 @@ class Reflector:
     def _replaced(self, rv: str) -> None:
         """A full sync (list or watch-list) handed the store its state at ``rv``."""
         self._lists += 1
+        self._heard_at = self.clock.now()
         self._position.replaced(rv)
         self._tell_store(rv)
 

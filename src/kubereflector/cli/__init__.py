@@ -11,6 +11,9 @@
                            [--no-tls] [--token T | --no-auth] [--bookmark-interval S]
                            [--history-limit N]
     kubereflector demo [--duration S] [--forever]
+    kubereflector crd MODULE:CLASS [MODULE:CLASS ...] [-o yaml|json]
+    kubereflector manifests MODULE:MANAGER [-n NS] [--image I] [--replicas N] [-o yaml|json]
+                            [--report-only] [--check COMMAND ...]
 
 ``watch`` runs a :class:`~kubereflector.SharedIndexInformer` for a resource
 (resolved through discovery: ``pods``, ``po``, ``deploy``, a CRD plural) and
@@ -20,6 +23,11 @@ syncs once and prints from the cache, with kubectl's columns (a CRD's
 ``additionalPrinterColumns`` for its resources); ``get -w`` then prints each change.
 ``emulator`` serves the bundled API-server emulator until stopped; ``demo`` runs
 an informer against it under churn and injected faults, narrating the recovery.
+``crd`` prints the CustomResourceDefinition of custom resources declared in Python
+(:mod:`kubereflector.models.crd`), importing them from the current directory.
+``manifests`` prints the ServiceAccount, least-privilege RBAC and Deployment of the
+operator a Manager describes, or (``--check``) runs its tests against an emulator
+enforcing that RBAC and reports what it refused.
 
 Errors a user can cause (no kubeconfig, unknown context or resource, an
 unreachable server, 401/403, a malformed selector) print one line on stderr
@@ -27,7 +35,9 @@ and exit non-zero: 1 for runtime errors, 2 for invalid arguments, 130 when
 interrupted. ``--debug`` adds the traceback and debug logging.
 
 :func:`main` is the console script, and the package's only public name. Inside,
-one private module per command (``_watch``, ``_get``, ``_emulator``, ``_demo``),
+one private module per command (``_watch``, ``_get``, ``_emulator``, ``_demo``,
+``_crd``),
+``_manifests`` with ``_rbac_check``),
 each adding its sub-command to the parser and running it; ``_dispatch.amain``
 runs one command on a running event loop (stopped by its ``stop`` event instead
 of a signal); ``_observer`` watches what passes between the Reflector and the

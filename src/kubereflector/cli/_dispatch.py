@@ -16,7 +16,7 @@ from typing import TextIO
 from .._compiled import compiled_modules
 from .._version import __version__
 from ..clock import Clock, RealClock
-from . import _demo, _emulator, _get, _watch
+from . import _crd, _demo, _emulator, _get, _manifests, _watch
 from ._context import CommandContext
 from ._errors import EXIT_ERROR, EXIT_USAGE, PROG, UsageError, describe
 from ._parser import Parser
@@ -56,6 +56,8 @@ def _build_parser(ctx: CommandContext) -> Parser:
         _get.add_parser(commands, [target, debug]),
         _emulator.add_parser(commands, [debug]),
         _demo.add_parser(commands, [debug]),
+        _crd.add_parser(commands, [debug]),
+        _manifests.add_parser(commands, [debug]),
     ]
     for p in (parser, *subparsers):
         p.out = ctx.stdout

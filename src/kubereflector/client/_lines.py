@@ -26,6 +26,12 @@ that is a ``Status`` instead of a watch event (a server answering the watch
 request with one) raises that Status' error. Events before the bad line are
 still delivered, in order; no event is ever delivered half-decoded.
 
+A stream may be given a ``keep`` predicate (a shard's filter, see
+:class:`~kubereflector.ShardedListWatch`): the added, modified and deleted events
+whose object it refuses are dropped as each batch is decoded, before they become
+:class:`WatchEvent` s; the decoding loop itself is the same (the predicate is
+composed into the batch decoder once, when the stream starts).
+
 The object of an ``ERROR`` event must be a ``Status`` (a JSON object whose
 ``kind`` is ``Status``, or that has a ``code`` or ``reason``): anything else
 raises :class:`~kubereflector.errors.DecodeError`. The one comparison per
@@ -145,6 +151,22 @@ def _compact_or_plain(event: _RawEvent) -> Any:
 
 _new_tuple: Final = tuple.__new__
 
+_ALWAYS_KEPT: Final = frozenset(("BOOKMARK", "ERROR"))
+"""Event types a ``keep`` predicate never drops."""
+
+
+def _keeping(
+    decode_lines: Callable[[Any], list[Any]], keep: Callable[[Any], bool]
+) -> Callable[[Any], list[Any]]:
+    """``decode_lines``, then only the events whose object ``keep`` keeps (bookmarks
+    and errors always): the filter of a stream, applied to a whole batch."""
+
+    def decode(buf: Any) -> list[Any]:
+        return [ev for ev in decode_lines(buf) if ev.type in _ALWAYS_KEPT or keep(ev.object)]
+
+    return decode
+
+
 ReadChunk = Callable[[], Awaitable[bytes]]
 """Returns the next chunk of the body; ``b""`` at the end (aiohttp's ``readany``)."""
 
@@ -207,6 +229,7 @@ def decode_watch_stream(
     max_line: int = MAX_LINE_BYTES,
     redact: Redact = _same,
     object_mode: ObjectMode = "dict",
+    keep: Callable[[Any], bool] | None = None,
 ) -> WatchEventStream:
     """The :class:`WatchEvent` s of a newline-delimited JSON stream.
 
@@ -218,7 +241,9 @@ def decode_watch_stream(
     ``redact(status)``, and everything else the server sent that goes into an
     error passes through ``redact`` too. ``object_mode="compact"``: objects
     are :class:`~kubereflector.CompactObject` s (an ``ERROR`` event's Status
-    is a dict, as in dict mode).
+    is a dict, as in dict mode). ``keep``: drop the added, modified and deleted
+    events whose object it refuses, as they are decoded (see the module
+    documentation).
 
     Iterating raises :class:`DecodeError` for a line that is not a JSON watch
     event (``{"type": ..., "object": ...}``), a line longer than ``max_line``,
@@ -226,7 +251,9 @@ def decode_watch_stream(
     for a line that is a Status; exceptions from ``read`` pass through
     unchanged.
     """
-    return WatchEventStream(functools.partial(_decode, read, url, max_line, redact, object_mode))
+    return WatchEventStream(
+        functools.partial(_decode, read, url, max_line, redact, object_mode, keep)
+    )
 
 
 async def _decode(
@@ -235,11 +262,14 @@ async def _decode(
     max_line: int,
     redact: Redact,
     object_mode: ObjectMode,
+    keep: Callable[[Any], bool] | None,
     marks: bool,
 ) -> AsyncGenerator[WatchEvent | None, None]:
     """The generator behind :class:`WatchEventStream`; ``marks``: yield ``None``
     before each ``await``."""
     decode_lines = _DECODER.decode_lines if object_mode == "dict" else _decode_compact_lines
+    if keep is not None:
+        decode_lines = _keeping(decode_lines, keep)
     new = _new_tuple
     event_cls = WatchEvent
 

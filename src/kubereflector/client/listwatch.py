@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Generic
+from collections.abc import Callable
+from typing import Any, Generic
 
 from ..cache.compact import ObjectMode, _check_object_mode
 from ..cache.keys import ModelT
 from ..cache.listwatch import ListOptions, ListResult, WatchStream
 from .discovery import ResourceInfo
-from .resource import ResourceClient
+from .resource import ResourceClient, _ResolvingWatch
 from .rest import Client
 
 __all__ = ["ResourceListWatch"]
@@ -45,6 +46,9 @@ class ResourceListWatch(Generic[ModelT]):
     ``"compact"`` decodes objects straight into
     :class:`~kubereflector.CompactObject` s (``"dict"``: plain dicts); an
     informer in compact mode asks for it through :meth:`with_object_mode`.
+    :meth:`filtered` gives a copy whose watch streams drop the objects of other
+    shards as they are decoded (a :class:`~kubereflector.ShardedListWatch` asks
+    for it).
 
     The requests are :class:`~kubereflector.client.ResourceClient`'s
     (:attr:`resource`): a resource whose discovery lacks the ``list`` or
@@ -54,7 +58,14 @@ class ResourceListWatch(Generic[ModelT]):
     may run concurrently.
     """
 
-    __slots__ = ("field_selector", "label_selector", "metadata_only", "object_mode", "resource")
+    __slots__ = (
+        "field_selector",
+        "keep",
+        "label_selector",
+        "metadata_only",
+        "object_mode",
+        "resource",
+    )
 
     def __init__(
         self,
@@ -71,18 +82,37 @@ class ResourceListWatch(Generic[ModelT]):
         self.field_selector = field_selector or ""
         self.metadata_only = metadata_only
         self.object_mode: ObjectMode = _check_object_mode(object_mode)
+        self.keep: Callable[[Any], bool] | None = None
+        """The watch streams' filter (see :meth:`filtered`; ``None``: none)."""
+
+    def _clone(self) -> ResourceListWatch[ModelT]:
+        clone: ResourceListWatch[ModelT] = ResourceListWatch.__new__(ResourceListWatch)
+        clone.resource = self.resource
+        clone.label_selector = self.label_selector
+        clone.field_selector = self.field_selector
+        clone.metadata_only = self.metadata_only
+        clone.object_mode = self.object_mode
+        clone.keep = self.keep
+        return clone
 
     def with_object_mode(self, object_mode: ObjectMode) -> ResourceListWatch[ModelT]:
         """This ListerWatcher decoding objects in ``object_mode`` (itself if it
         already does; else a copy sharing the client and the resolved resource)."""
         if object_mode == self.object_mode:
             return self
-        clone: ResourceListWatch[ModelT] = ResourceListWatch.__new__(ResourceListWatch)
-        clone.resource = self.resource
-        clone.label_selector = self.label_selector
-        clone.field_selector = self.field_selector
-        clone.metadata_only = self.metadata_only
+        clone = self._clone()
         clone.object_mode = _check_object_mode(object_mode)
+        return clone
+
+    def filtered(self, keep: Callable[[Any], bool] | None) -> ResourceListWatch[ModelT]:
+        """This ListerWatcher with watch streams that drop the added, modified and
+        deleted objects ``keep`` refuses as they are decoded, before they become
+        events (``None``: none dropped); lists are not filtered. Itself if it
+        already filters so; else a copy sharing the client and the resource."""
+        if keep is self.keep:
+            return self
+        clone = self._clone()
+        clone.keep = keep
         return clone
 
     @property
@@ -125,6 +155,14 @@ class ResourceListWatch(Generic[ModelT]):
 
     def watch(self, options: ListOptions) -> WatchStream[ModelT]:
         """A watch stream (see :meth:`Client.watch`); resolution happens on entering."""
+        if self.keep is not None:
+            return _ResolvingWatch(
+                self.resource,
+                self._options(options),
+                self.metadata_only,
+                self.object_mode,
+                self.keep,
+            )
         return self.resource.watch(
             self._options(options), metadata_only=self.metadata_only, object_mode=self.object_mode
         )

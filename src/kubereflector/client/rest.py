@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, Protocol, TypeAlias
 
@@ -45,7 +45,7 @@ from ._status import is_status, status_error
 from .config import ClientConfig, ConfigError
 from .discovery import Discovery, ResourceInfo
 from .paths import validate_api_path
-from .resource import ResourceClient
+from .resource import ResourceClient, WriteObserver
 
 __all__ = [
     "ACCEPT_JSON",
@@ -94,10 +94,15 @@ _CLOSE_WAIT: Final = 1.0
 """Seconds a watch closed mid-stream waits for its connection to close."""
 
 
+class _ShardInfo(msgspec.Struct):
+    selector: str = ""
+
+
 class _ListMeta(msgspec.Struct):
     resourceVersion: str = ""
     continue_: str = msgspec.field(default="", name="continue")
     remainingItemCount: int | None = None
+    shardInfo: _ShardInfo | None = None
 
 
 class _ListBody(msgspec.Struct):
@@ -197,6 +202,8 @@ def list_params(options: ListOptions, *, watch: bool = False) -> dict[str, str]:
         params["allowWatchBookmarks"] = "true"
     if options.send_initial_events is not None:
         params["sendInitialEvents"] = "true" if options.send_initial_events else "false"
+    if options.shard_selector:
+        params["shardSelector"] = options.shard_selector
     return params
 
 
@@ -313,6 +320,10 @@ class Client:
         self._discovery: Discovery | None = None
         self.request_metrics: RequestMetrics | None = None
         """Where each request is reported (``None``: nowhere); set it at any time."""
+        self.write_observers: list[WriteObserver] = []
+        """Told of each write the server accepted through this Client's
+        :class:`~kubereflector.client.ResourceClient` s (a Manager's read-your-own-writes
+        ledger); add and remove at any time."""
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -542,7 +553,10 @@ class Client:
                     item["kind"] = item_kind
                     item.setdefault("apiVersion", api_version)
         meta = body.metadata
-        return ListResult(items, meta.resourceVersion, meta.continue_, meta.remainingItemCount)
+        shard_info = meta.shardInfo.selector if meta.shardInfo is not None else None
+        return ListResult(
+            items, meta.resourceVersion, meta.continue_, meta.remainingItemCount, shard_info
+        )
 
     def watch(
         self,
@@ -551,6 +565,7 @@ class Client:
         *,
         metadata_only: bool = False,
         object_mode: ObjectMode = "dict",
+        keep: Callable[[Any], bool] | None = None,
     ) -> WatchStream:
         """A watch of ``path`` (``watch=1`` and ``options`` as its query).
 
@@ -562,11 +577,13 @@ class Client:
         inside a line, raises :class:`~kubereflector.errors.DecodeError` from
         the iterator after every complete event before it.
         ``object_mode="compact"`` decodes the objects (``ERROR`` events aside)
-        into :class:`~kubereflector.CompactObject` s.
+        into :class:`~kubereflector.CompactObject` s. ``keep``: drop the added,
+        modified and deleted events whose object it refuses as they are decoded
+        (a shard's filter).
         """
         url = self.url(path, list_params(options, watch=True))
         accept = ACCEPT_METADATA if metadata_only else ACCEPT_JSON
-        return _WatchContext(self, url, accept, object_mode)
+        return _WatchContext(self, url, accept, object_mode, keep)
 
     # -- internals --------------------------------------------------------------
 
@@ -722,13 +739,30 @@ class Client:
 class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEvent]]):
     """What :meth:`Client.watch` returns; single use."""
 
-    __slots__ = ("_accept", "_client", "_events", "_mode", "_response", "_transport", "_url")
+    __slots__ = (
+        "_accept",
+        "_client",
+        "_events",
+        "_keep",
+        "_mode",
+        "_response",
+        "_transport",
+        "_url",
+    )
 
-    def __init__(self, client: Client, url: URL, accept: str, mode: ObjectMode) -> None:
+    def __init__(
+        self,
+        client: Client,
+        url: URL,
+        accept: str,
+        mode: ObjectMode,
+        keep: Callable[[Any], bool] | None = None,
+    ) -> None:
         self._client = client
         self._url = url
         self._accept = accept
         self._mode: ObjectMode = mode
+        self._keep = keep
         self._transport: _Transport | None = None
         self._response: aiohttp.ClientResponse | None = None
         self._events: WatchEventStream | None = None
@@ -767,6 +801,7 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
             max_line=self._client._max_event_bytes,
             redact=self._client._redactor.value,
             object_mode=self._mode,
+            keep=self._keep,
         )
         return self._events
 

@@ -9,9 +9,14 @@ one) and hands each part of kubereflector the small recorder it reports to:
   controller-runtime registers them (labels ``name`` and ``controller``);
 * :meth:`Metrics.leader_election` -- ``leader_election_master_status`` and
   ``leader_election_slowpath_total``;
+* :meth:`Metrics.sharding` -- a sharded controller's shards, members and
+  handoffs, under the ``kubereflector_sharding_`` prefix;
 * :meth:`Metrics.rest_client` -- ``rest_client_requests_total`` and
   ``rest_client_request_duration_seconds`` (install it on a
   :class:`~kubereflector.client.Client` as ``request_metrics``);
+* :meth:`Metrics.webhooks` -- controller-runtime's webhook server metrics
+  (``controller_runtime_webhook_requests_total``, ``..._latency_seconds``,
+  ``..._requests_in_flight``);
 * :meth:`Metrics.add_informers` -- the informers' state under the
   ``kubereflector_informer_`` prefix, read from their stats at scrape time
   (nothing is counted on the watch path);
@@ -54,12 +59,24 @@ __all__ = [
     "LEADER_ELECTION_MASTER_STATUS",
     "LEADER_ELECTION_SLOWPATH_TOTAL",
     "MAX_CONCURRENT_RECONCILES",
+    "RECONCILE_CONFLICTS_TOTAL",
     "RECONCILE_ERRORS_TOTAL",
+    "RECONCILE_STALE_TOTAL",
+    "RECONCILE_TIMEOUTS_TOTAL",
     "RECONCILE_TIME_SECONDS",
     "RECONCILE_TOTAL",
     "REST_CLIENT_REQUESTS_TOTAL",
     "REST_CLIENT_REQUEST_DURATION_SECONDS",
+    "SHARDING_ACQUISITIONS_TOTAL",
+    "SHARDING_HANDOFF_SECONDS",
+    "SHARDING_MEMBERS",
+    "SHARDING_RELEASES_TOTAL",
+    "SHARDING_SHARDS_HELD",
+    "SHARDING_SHARD_HELD",
     "TERMINAL_RECONCILE_ERRORS_TOTAL",
+    "WEBHOOK_LATENCY_SECONDS",
+    "WEBHOOK_REQUESTS_IN_FLIGHT",
+    "WEBHOOK_REQUESTS_TOTAL",
     "WORKQUEUE_ADDS_TOTAL",
     "WORKQUEUE_DEPTH",
     "WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS",
@@ -72,6 +89,8 @@ __all__ = [
     "LeaderElectionMetrics",
     "Metrics",
     "RestClientMetrics",
+    "ShardingMetrics",
+    "WebhookMetrics",
     "WorkqueueMetricsProvider",
 ]
 
@@ -84,6 +103,15 @@ RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_reconcile_errors_total"
 """Reconciles that raised, by ``controller``: a counter."""
 TERMINAL_RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_terminal_reconcile_errors_total"
 """Reconciles that raised a ``TerminalError``, by ``controller``: a counter."""
+RECONCILE_TIMEOUTS_TOTAL: Final = "controller_runtime_reconcile_timeouts_total"
+"""Reconciles that ran past ``ControllerOptions.reconcile_timeout``, by ``controller``: a
+counter."""
+RECONCILE_CONFLICTS_TOTAL: Final = "kubereflector_reconcile_conflicts_total"
+"""Reconciles that failed with a 409 Conflict and were retried, by ``controller``: a counter
+(they count as errors too)."""
+RECONCILE_STALE_TOTAL: Final = "kubereflector_reconcile_stale_reads_total"
+"""Reconciles postponed, or failed with ``StaleReadError``, because the cache had not seen
+the request's own writes in time, by ``controller``: a counter."""
 RECONCILE_TIME_SECONDS: Final = "controller_runtime_reconcile_time_seconds"
 """How long each reconcile took, by ``controller``: a histogram."""
 MAX_CONCURRENT_RECONCILES: Final = "controller_runtime_max_concurrent_reconciles"
@@ -112,9 +140,30 @@ REST_CLIENT_REQUESTS_TOTAL: Final = "rest_client_requests_total"
 """Requests to the API server by ``code``, ``method`` and ``host``: a counter."""
 REST_CLIENT_REQUEST_DURATION_SECONDS: Final = "rest_client_request_duration_seconds"
 """From sending a request to its answer's headers, by ``verb`` and ``host``: a histogram."""
+WEBHOOK_REQUESTS_TOTAL: Final = "controller_runtime_webhook_requests_total"
+"""Requests to the webhook server by ``webhook`` (its path) and HTTP ``code``: a counter."""
+WEBHOOK_LATENCY_SECONDS: Final = "controller_runtime_webhook_latency_seconds"
+"""How long the webhook server took to answer, by ``webhook`` (its path): a histogram."""
+WEBHOOK_REQUESTS_IN_FLIGHT: Final = "controller_runtime_webhook_requests_in_flight"
+"""Requests the webhook server is answering now, by ``webhook`` (its path): a gauge."""
+SHARDING_SHARDS_HELD: Final = "kubereflector_sharding_shards_held"
+"""Virtual shards this replica holds now, by sharded controller ``name``: a gauge."""
+SHARDING_SHARD_HELD: Final = "kubereflector_sharding_shard_held"
+"""1 while this replica holds virtual shard ``shard`` of ``name``, else 0: a gauge."""
+SHARDING_MEMBERS: Final = "kubereflector_sharding_members"
+"""Replicas of ``name`` this one sees alive (itself included): a gauge."""
+SHARDING_ACQUISITIONS_TOTAL: Final = "kubereflector_sharding_acquisitions_total"
+"""Shards this replica took, by ``name``: a counter."""
+SHARDING_RELEASES_TOTAL: Final = "kubereflector_sharding_releases_total"
+"""Shards this replica stopped reconciling, by ``name`` and ``reason`` (``rebalance``,
+``shutdown``, ``lost``: its membership lapsed, ``taken``): a counter."""
+SHARDING_HANDOFF_SECONDS: Final = "kubereflector_sharding_handoff_seconds"
+"""From a shard's drain to its Lease freed (the reconciles in flight ending, and the
+write), by ``name``: a histogram."""
 INFORMER_PREFIX: Final = "kubereflector_informer_"
 """The prefix of the informer metrics this library adds (client-go exports none): objects cached,
-relists, watch restarts, last sync resourceVersion, by ``resource``."""
+relists, watch restarts, last sync resourceVersion, seconds since the server was last heard
+from, by ``resource``."""
 
 _RECONCILE_BUCKETS: Final = (
     *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
@@ -122,6 +171,8 @@ _RECONCILE_BUCKETS: Final = (
     *(5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60),
 )
 """controller-runtime's buckets for reconcile times and REST latencies."""
+_WEBHOOK_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+"""Prometheus' default buckets, which controller-runtime's webhook latency uses."""
 _WORKQUEUE_BUCKETS: Final = tuple(1e-8 * 10**i for i in range(12))
 """client-go's ``ExponentialBuckets(10e-9, 10, 12)``: 10 ns to 1000 s."""
 
@@ -132,12 +183,25 @@ class ControllerMetrics:
     """The reconcile metrics of one controller (controller-runtime's), label
     ``controller`` bound. Update it from one thread at a time."""
 
-    __slots__ = ("_active", "_errors", "_max", "_results", "_terminal", "_time")
+    __slots__ = (
+        "_active",
+        "_conflicts",
+        "_errors",
+        "_max",
+        "_results",
+        "_stale",
+        "_terminal",
+        "_time",
+        "_timeouts",
+    )
 
     def __init__(self, metrics: Metrics, controller: str) -> None:
         self._results = {r: metrics._reconcile_total.counter(controller, r) for r in _RESULTS}
         self._errors = metrics._reconcile_errors.counter(controller)
         self._terminal = metrics._terminal_errors.counter(controller)
+        self._timeouts = metrics._reconcile_timeouts.counter(controller)
+        self._conflicts = metrics._reconcile_conflicts.counter(controller)
+        self._stale = metrics._reconcile_stale.counter(controller)
         self._time = metrics._reconcile_time.histogram(controller)
         self._max = metrics._max_concurrent.gauge(controller)
         self._active = metrics._active_workers.gauge(controller)
@@ -165,6 +229,18 @@ class ControllerMetrics:
             if terminal:
                 self._terminal.inc()
 
+    def timed_out(self) -> None:
+        """A reconcile ran past its timeout (``controller_runtime_reconcile_timeouts_total``)."""
+        self._timeouts.inc()
+
+    def conflicted(self) -> None:
+        """A reconcile failed with a 409 Conflict (:data:`RECONCILE_CONFLICTS_TOTAL`)."""
+        self._conflicts.inc()
+
+    def stale(self) -> None:
+        """A reconcile was postponed or failed for a stale cache (:data:`RECONCILE_STALE_TOTAL`)."""
+        self._stale.inc()
+
 
 class LeaderElectionMetrics:
     """``leader_election_master_status{name}`` (1 leading, 0 not) and
@@ -190,6 +266,51 @@ class LeaderElectionMetrics:
         self._slowpath.counter(name).inc()
 
 
+class ShardingMetrics:
+    """The metrics of one replica of the sharded controller ``name`` (see the
+    ``SHARDING_*`` names). Update it from one thread at a time."""
+
+    __slots__ = ("_acquired", "_handoff", "_held", "_members", "_metrics", "_name", "_shard")
+
+    def __init__(self, metrics: Metrics, name: str) -> None:
+        self._metrics = metrics
+        self._name = name
+        self._held = metrics._sharding_held.gauge(name)
+        self._members = metrics._sharding_members.gauge(name)
+        self._acquired = metrics._sharding_acquisitions.counter(name)
+        self._handoff = metrics._sharding_handoff.histogram(name)
+        self._shard: dict[int, Gauge] = {}
+
+    def _shard_gauge(self, shard: int) -> Gauge:
+        gauge = self._shard.get(shard)
+        if gauge is None:
+            gauge = self._shard[shard] = self._metrics._sharding_shard.gauge(self._name, str(shard))
+        return gauge
+
+    def held(self, shards: Iterable[int], total: int) -> None:
+        """This replica holds ``shards`` (of ``total``) now."""
+        now = set(shards)
+        self._held.set(len(now))
+        for shard in range(total):
+            self._shard_gauge(shard).set(1 if shard in now else 0)
+
+    def members(self, count: int) -> None:
+        """``count`` members are alive."""
+        self._members.set(count)
+
+    def acquired(self) -> None:
+        """A shard was taken."""
+        self._acquired.inc()
+
+    def released(self, reason: str) -> None:
+        """A shard stopped being reconciled here, for ``reason``."""
+        self._metrics._sharding_releases.counter(self._name, reason).inc()
+
+    def handoff(self, seconds: float) -> None:
+        """A shard was handed back ``seconds`` after its drain began."""
+        self._handoff.observe(seconds)
+
+
 class RestClientMetrics:
     """``rest_client_requests_total{code,method,host}`` and
     ``rest_client_request_duration_seconds{verb,host}``: a
@@ -210,6 +331,31 @@ class RestClientMetrics:
         with self._lock:
             self._requests.counter(code, method, host).inc()
             self._latency.histogram(method, host).observe(seconds)
+
+
+class WebhookMetrics:
+    """controller-runtime's webhook server metrics: ``controller_runtime_webhook_requests_total
+    {webhook,code}``, ``controller_runtime_webhook_latency_seconds{webhook}`` and
+    ``controller_runtime_webhook_requests_in_flight{webhook}`` (``webhook`` is the path
+    served). Update it from the server's event loop."""
+
+    __slots__ = ("_in_flight", "_latency", "_requests")
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._requests = metrics._webhook_requests
+        self._latency = metrics._webhook_latency
+        self._in_flight = metrics._webhook_in_flight
+
+    def started(self, webhook: str) -> None:
+        """A request to ``webhook`` arrived (in flight + 1)."""
+        self._in_flight.gauge(webhook).inc()
+
+    def finished(self, webhook: str, code: int, seconds: float) -> None:
+        """The request to ``webhook`` was answered with HTTP ``code`` after ``seconds``
+        (in flight - 1)."""
+        self._in_flight.gauge(webhook).dec()
+        self._requests.counter(webhook, str(code)).inc()
+        self._latency.histogram(webhook).observe(seconds)
 
 
 class WorkqueueMetricsProvider:
@@ -300,6 +446,12 @@ class _InformerCollector(Collector):
             "The resourceVersion the cache is at (NaN when not a number)",
             labels=["resource"],
         )
+        silence = GaugeMetricFamily(
+            p + "last_event_age_seconds",
+            "Seconds since the server was last heard from: a watch event or bookmark, a "
+            "list, a watch opened (NaN before the first)",
+            labels=["resource"],
+        )
         counters = {
             field: CounterMetricFamily(p + field, help_text, labels=["resource"])
             for field, help_text in (
@@ -318,9 +470,11 @@ class _InformerCollector(Collector):
                 synced.add_metric([resource], 1.0 if informer.has_synced() else 0.0)
                 pending.add_metric([resource], stats.pending)
                 last_rv.add_metric([resource], _as_number(stats.last_sync_resource_version))
+                age = stats.watch_silence
+                silence.add_metric([resource], math.nan if age is None else age)
                 for field, family in counters.items():
                     family.add_metric([resource], getattr(stats, field))
-        return [objects, synced, pending, last_rv, *counters.values()]
+        return [objects, synced, pending, last_rv, silence, *counters.values()]
 
 
 def _as_number(resource_version: str) -> float:
@@ -371,6 +525,25 @@ class Metrics:
             "counter",
             TERMINAL_RECONCILE_ERRORS_TOTAL,
             "Total number of terminal reconciliation errors per controller",
+            ["controller"],
+        )
+        self._reconcile_timeouts = family(
+            "counter",
+            RECONCILE_TIMEOUTS_TOTAL,
+            "Total number of reconciliation timeouts per controller",
+            ["controller"],
+        )
+        self._reconcile_conflicts = family(
+            "counter",
+            RECONCILE_CONFLICTS_TOTAL,
+            "Reconciles that failed with a conflict and were retried, per controller",
+            ["controller"],
+        )
+        self._reconcile_stale = family(
+            "counter",
+            RECONCILE_STALE_TOTAL,
+            "Reconciles postponed or failed because the cache had not seen the "
+            "request's own writes in time, per controller",
             ["controller"],
         )
         self._reconcile_time = family(
@@ -459,6 +632,53 @@ class Metrics:
             ["verb", "host"],
             _RECONCILE_BUCKETS,
         )
+        self._webhook_requests = family(
+            "counter",
+            WEBHOOK_REQUESTS_TOTAL,
+            "Total number of admission requests by HTTP status code.",
+            ["webhook", "code"],
+        )
+        self._webhook_latency = family(
+            "histogram",
+            WEBHOOK_LATENCY_SECONDS,
+            "Histogram of the latency of processing admission requests",
+            ["webhook"],
+            _WEBHOOK_BUCKETS,
+        )
+        self._webhook_in_flight = family(
+            "gauge",
+            WEBHOOK_REQUESTS_IN_FLIGHT,
+            "Current number of admission requests being served.",
+            ["webhook"],
+        )
+        self._sharding_held = family(
+            "gauge", SHARDING_SHARDS_HELD, "Virtual shards held by this replica", ["name"]
+        )
+        self._sharding_shard = family(
+            "gauge",
+            SHARDING_SHARD_HELD,
+            "Whether this replica holds the virtual shard (1) or not (0)",
+            ["name", "shard"],
+        )
+        self._sharding_members = family(
+            "gauge", SHARDING_MEMBERS, "Replicas seen alive, this one included", ["name"]
+        )
+        self._sharding_acquisitions = family(
+            "counter", SHARDING_ACQUISITIONS_TOTAL, "Virtual shards taken by this replica", ["name"]
+        )
+        self._sharding_releases = family(
+            "counter",
+            SHARDING_RELEASES_TOTAL,
+            "Virtual shards this replica stopped reconciling, by reason",
+            ["name", "reason"],
+        )
+        self._sharding_handoff = family(
+            "histogram",
+            SHARDING_HANDOFF_SECONDS,
+            "Seconds from a shard's drain to its Lease freed",
+            ["name"],
+            _RECONCILE_BUCKETS,
+        )
         reg.register(families)
         self._informer_sources: list[InformerSource] = []
         reg.register(_InformerCollector(self._informer_sources))
@@ -491,9 +711,17 @@ class Metrics:
         """Leader election metrics reporting here."""
         return LeaderElectionMetrics(self)
 
+    def sharding(self, name: str) -> ShardingMetrics:
+        """The metrics of this replica of the sharded controller ``name``."""
+        return ShardingMetrics(self, name)
+
     def rest_client(self) -> RestClientMetrics:
         """REST client metrics reporting here."""
         return RestClientMetrics(self)
+
+    def webhooks(self) -> WebhookMetrics:
+        """Webhook server metrics reporting here."""
+        return WebhookMetrics(self)
 
     def add_informers(self, source: InformerSource) -> None:
         """Report the informers ``source()`` returns at each scrape (e.g. a

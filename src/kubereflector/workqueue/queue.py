@@ -274,6 +274,32 @@ class WorkQueue(Generic[T]):
             self._lock, self._waiters, self._ready_locked, self._get_locked, None
         )
 
+    def _get_with_priority_locked(self, _: None = None) -> tuple[T, int]:
+        """:meth:`_get_locked`, with the priority the item was queued at."""
+        if self._stale or len(self._order) > 1:
+            item = self._next_by_priority_locked()
+        else:
+            item = self._default.popleft()
+        priority = self._queued.pop(item)
+        self._processing.add(item)
+        if self._metrics is not None:
+            self._metrics.get(item)
+        return item, priority
+
+    async def get_with_priority(self) -> tuple[T, int]:
+        """:meth:`get`, and the priority the item was queued at (controller-runtime's
+        ``GetWithPriority``): a worker that queues the item again keeps it there."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._queued:
+                return self._get_with_priority_locked()
+        finally:
+            lock.release()
+        return await pop_blocking(
+            self._lock, self._waiters, self._ready_locked, self._get_with_priority_locked, None
+        )
+
     def get_nowait(self) -> T:
         """The next item if one is queued (marked as being processed), else raise
         :class:`QueueEmpty`; :class:`QueueShutDown` once shut down and empty."""

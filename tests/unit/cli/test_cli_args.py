@@ -71,7 +71,7 @@ def test_help_goes_to_stdout() -> None:
     s = Streams()
     assert s.run("--help") == 0
     text = s.out.getvalue()
-    for command in ("watch", "get", "emulator", "demo"):
+    for command in ("watch", "get", "emulator", "demo", "crd"):
         assert command in text
     assert s.err.getvalue() == ""
 

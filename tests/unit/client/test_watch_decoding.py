@@ -623,3 +623,39 @@ async def test_http_watch_can_be_left_early_and_the_client_reused() -> None:
             assert first == as_events(THREE)[0]
         assert await client.get("/api/v1/namespaces") == {"items": []}
         release.set()
+
+
+@pytest.mark.asyncio
+@MODES
+async def test_a_keep_filter_drops_changes_as_they_are_decoded(mode: ObjectMode) -> None:
+    """A shard's filter: added, modified and deleted objects it refuses never become
+    events, in any chunking; bookmarks and errors always pass; the order holds."""
+    events = [event(t, f"p{i}") for i, t in enumerate(["ADDED", "MODIFIED", "DELETED"] * 20)]
+    events.insert(7, {"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"name": ""}}})
+    data = encode(events)
+
+    def keep(obj: Any) -> bool:
+        return int(obj["metadata"]["name"][1:]) % 3 != 1
+
+    wanted = [
+        (e["type"], e["object"]["metadata"]["name"])
+        for e in events
+        if e["type"] == "BOOKMARK" or keep(e["object"])
+    ]
+    for cuts in ([], [len(data) // 3, len(data) // 2], range(7, len(data), 97)):
+        chunks = chunked(data, cuts)
+        got = [
+            (e.type, e.object["metadata"]["name"])
+            async for e in decode_watch_stream(reader(chunks), URL, object_mode=mode, keep=keep)
+        ]
+        assert got == wanted
+        marked = decode_watch_stream(reader(chunks), URL, object_mode=mode, keep=keep)
+        assert [
+            (e.type, e.object["metadata"]["name"])
+            async for e in marked.with_turn_marks()
+            if e is not None
+        ] == wanted
+    status = failure_status(410, "Expired", "too old")
+    error = encode([event("ADDED", "p1"), {"type": "ERROR", "object": status}])
+    got_error = [e async for e in decode_watch_stream(reader([error]), URL, keep=lambda o: False)]
+    assert [e.type for e in got_error] == ["ERROR"]

@@ -183,13 +183,16 @@ def test_the_preferred_kind_takes_a_shared_name(output: dict[Path, str], package
         "Deployment",
         "Event",
         "JSONValue",
+        "ListMeta",  # apimachinery's types models are made of, beside the kinds
         "Node",
+        "ObjectMeta",
         "Pod",
         "PodList",
         "Scale",
         "register",
         "resource_of",
     ]
+    assert package.ObjectMeta is sub("meta_v1").ObjectMeta
     init = gm.read_header(output[MODELS / "__init__.py"])
     assert init is not None
     assert "    from .apps_v1 import Deployment\n" in init.body  # for mypy

@@ -14,9 +14,15 @@ or from a shell (runs until SIGINT/SIGTERM)::
     python -m kubereflector.testing.apiserver --port 6443 --write-kubeconfig kc.yaml
 
 What it serves: core/v1 namespaces, pods, configmaps, secrets, services,
-apps/v1 deployments, events.k8s.io/v1 events, coordination.k8s.io/v1 leases and
-apiextensions.k8s.io/v1 customresourcedefinitions (creating one serves its
-resource: discovery, printer columns, schema), plus any resource registered with
+serviceaccounts (with the TokenRequest ``token`` subresource), apps/v1
+deployments, policy/v1 poddisruptionbudgets, events.k8s.io/v1 events,
+coordination.k8s.io/v1 leases, rbac.authorization.k8s.io/v1 roles, clusterroles
+and their bindings, authorization.k8s.io/v1 subjectaccessreviews and
+selfsubjectaccessreviews, admissionregistration.k8s.io/v1 validating and mutating
+webhook configurations (whose webhooks it calls), and apiextensions.k8s.io/v1
+customresourcedefinitions (creating one serves its resource in every served
+version: discovery, printer columns, schema, conversion), plus any resource
+registered with
 :meth:`register_resource` (a CRD stand-in from Python), with legacy and
 aggregated (v2) discovery, and OpenAPI v2 (JSON) and v3 documents with
 server-side field validation (``fieldValidation``), enough for ``kubectl create
@@ -31,7 +37,9 @@ Conflict or AlreadyExists, 422 Invalid with causes, 400). Lists and
 watches follow kube-apiserver's resourceVersion semantics, paging with continue
 tokens that expire with the retained history, label and field selectors,
 watch-list (``sendInitialEvents``) with the ``k8s.io/initial-events-end``
-bookmark, periodic bookmarks, ``timeoutSeconds``, metadata-only
+bookmark, KEP-5866's sharded lists and watches (``shardSelector``, echoed in
+``metadata.shardInfo``; see :attr:`ApiServerEmulator.sharded_list_watch`),
+periodic bookmarks, ``timeoutSeconds``, metadata-only
 (``as=PartialObjectMetadata[List]``) and Table (``as=Table``, for kubectl)
 answers. Errors are ``Status`` objects with kube's codes, reasons and messages.
 
@@ -73,26 +81,49 @@ Deliberate differences from kube-apiserver (each for a reason):
   calling an unknown function refused), the runtime cost budget, the check that a
   CRD's schema is structural, ratcheting (off by default in 1.28). Several errors
   are listed in the schema's order (kube: Go's random map order).
-* Built-in kinds get no admission, no schema validation (only unknown top-level and
-  metadata fields are reported) and no defaulting beyond a pod's ``status.phase:
-  Pending`` and a namespace's phase and name label; no RBAC. Protobuf is refused
+* Built-in kinds get no admission plugins (the webhooks aside, below), no schema
+  validation (only unknown top-level and metadata fields are reported) and no
+  defaulting beyond a pod's ``status.phase: Pending``, a namespace's phase and name
+  label and the API groups of RBAC bindings. Protobuf is refused
   (415: kubectl's generators such as ``kubectl create configmap`` send protobuf,
   and the 415 says to use ``create -f``/``apply -f``).
 * Strategic merge patch follows the built-in kinds' patch strategies and merge keys
   (from the Kubernetes v1.35 OpenAPI spec): merge by key, ``$patch``,
   ``$retainKeys``, ``$setElementOrder``, ``$deleteFromPrimitiveList``, kube's order
-  of merged lists. Custom resources refuse it (415), as in kube. A CRD serves its
-  storage version only.
+  of merged lists. Custom resources refuse it (415), as in kube.
+* Admission webhooks (``admissionregistration.k8s.io/v1`` configurations) are
+  called as kube-apiserver calls them, on every write over HTTP (the Python data
+  API writes like the storage layer: no admission); ``matchConditions`` are not
+  evaluated, and a Service-backed webhook is called where
+  :meth:`~ApiServerEmulator.route_webhook_service` says (there is no cluster
+  network). A CRD is served in every served version: objects stay in the version
+  they were stored in and every read of another version converts them (by
+  ``apiVersion``, or through the CRD's conversion webhook), where kube may answer
+  a list or watch from a cache of that version; server-side apply in another
+  version converts the configuration to the storage version and applies there.
 * Server-side apply and managedFields follow structured-merge-diff with the
   kind's list types, map keys and map types (built-in kinds from the OpenAPI
   spec, custom resources from the CRD's schema); a status-subresource write
   changes only ``status``. Events are served in events.k8s.io/v1 only.
 * The Python data API writes like the storage layer: no field manager,
   ``status`` included, custom resources need no ``kind``.
-* Auth: one bearer token (or none); ``/healthz``, ``/livez``, ``/readyz`` and
-  ``/version`` are open to anonymous requests, everything else needs the token.
+* Auth: bearer tokens. The emulator's own (or none: ``token=None``) is user
+  ``admin`` in ``system:masters``, allowed everything; :meth:`add_user` adds
+  static tokens of other users, and ServiceAccount tokens come from the
+  TokenRequest API (or :meth:`service_account_token`) and die with their
+  ServiceAccount or at their expiry. ``/healthz``, ``/livez``, ``/readyz`` and
+  ``/version`` are open to anonymous requests, everything else needs a token
+  (kube answers an anonymous request with a 403 where the emulator answers 401).
   (kubectl 1.37 sends a bearer token only over TLS: give kubectl ``tls=True``,
   or ``token=None`` on plain HTTP.)
+* RBAC: every other user's requests are authorized as kube-apiserver does it
+  (its RequestInfo, its RBAC authorizer, its 403 bodies; the bootstrap
+  ClusterRoles ``cluster-admin``, ``system:discovery``, ``system:basic-user`` and
+  ``system:public-info-viewer`` with their bindings; Roles, ClusterRoles and
+  bindings validated as kube does). ``rbac="report"`` serves what RBAC refuses;
+  either way :meth:`denials` lists it (:class:`Denial`). Not emulated:
+  aggregated ClusterRoles (kube-controller-manager fills them in), the escalation
+  checks on writes of roles and bindings, impersonation, TokenReviews.
 """
 
 from __future__ import annotations
@@ -103,9 +134,10 @@ from ._command import main
 from ._seed import sample_pod
 
 if TYPE_CHECKING:
+    from ._authorization import Denial
     from ._emulator import RANDOM_TOKEN, ApiServerEmulator
 
-__all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "main", "sample_pod"]
+__all__ = ["RANDOM_TOKEN", "ApiServerEmulator", "Denial", "main", "sample_pod"]
 
 
 def __getattr__(name: str) -> Any:
@@ -116,4 +148,8 @@ def __getattr__(name: str) -> Any:
         from . import _emulator
 
         return getattr(_emulator, name)
+    if name == "Denial":
+        from ._authorization import Denial
+
+        return Denial
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,11 +15,12 @@ kube does (pruning, defaults, validation, CEL rules: see :mod:`._validation`); a
 CRD whose rules do not compile is refused with kube's causes. When a CRD's schema
 changes, the stored objects are pruned and defaulted again without a new
 resourceVersion or an event: kube does it on every read from storage, so a read
-after the change shows the new defaults.
+after the change shows the new defaults. Its other served versions are served by
+:mod:`._conversion` (converted by ``apiVersion`` or by the conversion webhook), and
+a new storage version keeps the objects stored in the old one.
 
-Differences from kube: only the storage version is served (the others of a
-multi-version CRD are not; there is no conversion); the CRD's own schema is not
-checked to be structural, and its CEL rules are only parsed, not type-checked.
+Differences from kube: the CRD's own schema is not checked to be structural, and its
+CEL rules are only parsed, not type-checked.
 """
 
 from __future__ import annotations
@@ -64,14 +65,16 @@ def install(store: Store) -> None:
         info = None if event_type == "DELETED" else _served_resource(record.obj)
         if previous is not None:
             current = store.buckets.get(previous)
-            if info is not None and current is not None and _same_gvr(current.info, info):
+            if info is not None and current is not None and _same_resource(current.info, info):
                 schema_changed = current.info.openapi_schema != info.openapi_schema
+                if current.info.version != info.version:
+                    store.retarget(current, info)  # a new storage version: the objects stay
                 current.info = info  # printer columns, schema, names...: served from now on
                 served[record.name] = previous
                 if schema_changed:
                     _recoerce(current)
                 return
-            store.unregister(previous)  # deleted, or now another group, plural or version
+            store.unregister(previous)  # deleted, or now another group or plural
         if info is None or info.group_resource in store.buckets:
             return  # deleted; or served already (by a Python registration): leave it
         store.register(info)
@@ -82,16 +85,20 @@ def install(store: Store) -> None:
 
 def _recoerce(bucket: Bucket) -> None:
     """Prune and default every stored object of ``bucket`` by its (new) schema, as kube's
-    reads from storage do: same resourceVersion, no event."""
+    reads from storage do: same resourceVersion, no event. (Objects stored in an older
+    version are left to their version's conversion.)"""
+    api_version = bucket.info.api_version
     for key, record in list(bucket.objects.items()):
+        if record.obj.get("apiVersion") != api_version:
+            continue
         obj = decode(record.full())
         coerce_custom(bucket.info, obj)
         if obj != record.obj:
             bucket.objects[key] = Record(obj, bucket.info.typemeta_prefix)
 
 
-def _same_gvr(a: ServedResource, b: ServedResource) -> bool:
-    return (a.group, a.version, a.plural) == (b.group, b.version, b.plural)
+def _same_resource(a: ServedResource, b: ServedResource) -> bool:
+    return (a.group, a.plural) == (b.group, b.plural)
 
 
 def _storage_version(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -124,12 +131,67 @@ def _served_resource(crd: Mapping[str, Any]) -> ServedResource:
     )
 
 
+def _conversion_errors(spec: dict[str, Any]) -> list[FieldError]:
+    """Default ``spec.conversion`` (strategy ``None``) and check it as kube does."""
+    conversion = spec.setdefault("conversion", {"strategy": "None"})
+    if not isinstance(conversion, dict):
+        return [FieldError("spec.conversion", "Invalid", "must be an object", conversion)]
+    strategy = conversion.setdefault("strategy", "None")
+    webhook = conversion.get("webhook")
+    if strategy == "None":
+        if webhook is not None:
+            return [
+                FieldError(
+                    "spec.conversion.webhook",
+                    "Forbidden",
+                    "should not be set when strategy is not set to Webhook",
+                )
+            ]
+        return []
+    if strategy != "Webhook":
+        return [
+            FieldError("spec.conversion.strategy", "NotSupported", '"None", "Webhook"', strategy)
+        ]
+    path = "spec.conversion.webhook"
+    if not isinstance(webhook, dict):
+        return [FieldError(path, "Required", "must be set when strategy is set to Webhook")]
+    errors: list[FieldError] = []
+    config = webhook.get("clientConfig")
+    if not isinstance(config, dict) or (config.get("url") is None) == (
+        config.get("service") is None
+    ):
+        errors.append(
+            FieldError(
+                f"{path}.clientConfig", "Required", "exactly one of url or service is required"
+            )
+        )
+    elif isinstance(config.get("service"), dict):
+        config["service"].setdefault("port", 443)
+    versions = webhook.get("conversionReviewVersions")
+    if not isinstance(versions, list) or not versions:
+        errors.append(
+            FieldError(
+                f"{path}.conversionReviewVersions", "Required", "must specify one of v1, v1beta1"
+            )
+        )
+    elif not any(v in ("v1", "v1beta1") for v in versions):
+        errors.append(
+            FieldError(
+                f"{path}.conversionReviewVersions",
+                "Invalid",
+                "must include at least one of v1, v1beta1",
+                versions,
+            )
+        )
+    return errors
+
+
 def _admit(crd: dict[str, Any]) -> None:
     """Check a CRD (422 Invalid) and set the status kube's controllers would."""
     name = crd["metadata"]["name"]
     errors: list[FieldError] = []
     spec = crd.get("spec")
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, dict):
         errors.append(FieldError("spec", "Required", "a CRD needs a spec"))
         raise invalid(CRD_RESOURCE.kind, name, errors, CRD_RESOURCE.group)
     group = spec.get("group")
@@ -181,6 +243,7 @@ def _admit(crd: dict[str, Any]) -> None:
                 else f"spec.versions[{index}].schema.openAPIV3Schema"
             )
             errors.extend(compile_errors(schema, where))
+    errors += _conversion_errors(spec)
     if not errors and name != f"{plural}.{group}":
         errors.append(
             FieldError("metadata.name", "Invalid", 'must be spec.names.plural+"."+spec.group', name)

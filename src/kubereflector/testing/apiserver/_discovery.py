@@ -79,6 +79,19 @@ def api_group(resources: Iterable[ServedResource], group: str) -> dict[str, Any]
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, versions)}
 
 
+_OTHER_KINDS: Final = {"token": ("authentication.k8s.io", "TokenRequest")}
+"""Subresources served as another kind than their resource's (group, kind; version v1)."""
+
+
+def _subresource(info: ServedResource, sub: str) -> tuple[dict[str, str], list[str]]:
+    """The group/version/kind a subresource answers with, and its verbs."""
+    other = _OTHER_KINDS.get(sub)
+    if other is not None:
+        return {"group": other[0], "version": "v1", "kind": other[1]}, ["create"]
+    gvk = {"group": info.group, "version": info.version, "kind": info.kind}
+    return gvk, list(SUBRESOURCE_VERBS) if sub != "finalize" else ["update"]
+
+
 def api_resource_list(
     resources: Iterable[ServedResource], group: str, version: str
 ) -> dict[str, Any] | None:
@@ -99,16 +112,16 @@ def api_resource_list(
         if info.categories:
             entry["categories"] = list(info.categories)
         entries.append(entry)
-        entries.extend(
-            {
+        for sub in info.subresources:
+            gvk, verbs = _subresource(info, sub)
+            sub_entry: dict[str, Any] = {
                 "name": f"{info.plural}/{sub}",
                 "singularName": "",
                 "namespaced": info.namespaced,
-                "kind": info.kind,
-                "verbs": list(SUBRESOURCE_VERBS) if sub != "finalize" else ["update"],
             }
-            for sub in info.subresources
-        )
+            if sub in _OTHER_KINDS:
+                sub_entry["group"], sub_entry["version"] = gvk["group"], gvk["version"]
+            entries.append({**sub_entry, "kind": gvk["kind"], "verbs": verbs})
     if not entries:
         return None
     gv = f"{group}/{version}" if group else version
@@ -136,12 +149,8 @@ def aggregated_discovery(resources: Iterable[ServedResource], *, core: bool) -> 
             entry["subresources"] = [
                 {
                     "subresource": sub,
-                    "responseKind": {
-                        "group": info.group,
-                        "version": info.version,
-                        "kind": info.kind,
-                    },
-                    "verbs": list(SUBRESOURCE_VERBS) if sub != "finalize" else ["update"],
+                    "responseKind": _subresource(info, sub)[0],
+                    "verbs": _subresource(info, sub)[1],
                 }
                 for sub in info.subresources
             ]

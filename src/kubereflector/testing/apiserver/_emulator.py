@@ -26,15 +26,24 @@ from aiohttp import web
 
 from ...clock import Clock, RealClock
 from ...errors import ApiError, error_from_status
+from . import _conversion, _webhook_configs
+from ._admission import Admission
+from ._authorization import Authorization, Denial, RbacMode
+from ._conversion import Conversions
 from ._crd import install as install_crds
 from ._faults import Faults
 from ._handler import ApiHandler
+from ._rbac import install as install_rbac
 from ._records import ENCODER, Record, copy_out, decode
 from ._resources import DEFAULT_VERBS, ServedResource
-from ._statuses import StatusError
+from ._reviews import install as install_reviews
+from ._statuses import StatusError, not_found
 from ._store import Store
 from ._tls import make_server_tls
+from ._users import Users
 from ._watch import Watches
+from ._webhook_client import WebhookCaller
+from ._writes import Writes
 
 __all__ = ["RANDOM_TOKEN", "ApiServerEmulator"]
 
@@ -61,7 +70,11 @@ class ApiServerEmulator:
     default a random one). ``history_limit``: events retained per resource for
     watches and continue tokens from older resourceVersions; ``history_seconds``:
     also drop events older than that (on ``clock``). ``bookmark_interval``:
-    seconds between BOOKMARKs on watches that allow them.
+    seconds between BOOKMARKs on watches that allow them. ``rbac``: what happens to
+    a request RBAC refuses (``"enforce"``: a 403, as kube-apiserver; ``"report"``:
+    served anyway); either way it is kept in :meth:`denials`. The emulator's own
+    token is user ``admin`` in ``system:masters``, which RBAC never refuses (and
+    without a token every request is that user).
     """
 
     def __init__(
@@ -75,6 +88,7 @@ class ApiServerEmulator:
         history_seconds: float | None = None,
         bookmark_interval: float = 60.0,
         clock: Clock | None = None,
+        rbac: RbacMode = "enforce",
     ) -> None:
         if history_limit < 0:
             raise ValueError(f"history_limit must be >= 0 (got {history_limit})")
@@ -91,6 +105,18 @@ class ApiServerEmulator:
             clock=self.clock, history_limit=history_limit, history_seconds=history_seconds
         )
         install_crds(self._store)
+        _webhook_configs.install(self._store)
+        self._caller = WebhookCaller(self.clock)
+        self._conversions = Conversions(self._caller)
+        _conversion.install(self._store, self._conversions)
+        self._admission = Admission(self._store, self._caller, self._conversions)
+        writes = Writes(self._store, self._admission, self._conversions)
+        install_rbac(self._store)
+        install_reviews(self._store)
+        self._authorization = Authorization(self._store, rbac)
+        self._users = Users(
+            self._token, clock=self.clock, service_account_uid=self._service_account_uid
+        )
         self._faults = Faults()
         self._watches = Watches(
             store=self._store,
@@ -98,13 +124,17 @@ class ApiServerEmulator:
             faults=self._faults,
             bookmark_interval=bookmark_interval,
         )
+        self._watches.convert = self._conversions.convert
+        self._watches.converts = writes.converts
         self._handler = ApiHandler(
             store=self._store,
             faults=self._faults,
             watches=self._watches,
-            token=self._token,
+            users=self._users,
+            authorization=self._authorization,
             server_address=lambda: f"{self._url_host()}:{self._port}",
             restart=self._bounce,
+            writes=writes,
         )
         self._ssl: ssl.SSLContext | None = None
         self._ca_pem: bytes | None = None
@@ -156,6 +186,7 @@ class ApiServerEmulator:
             return
         self._watches.drop(abrupt=False)
         await runner.cleanup()
+        await self._caller.close()
         self._web_server = None
         self._owner = None
         if self._tmpdir is not None:
@@ -235,12 +266,15 @@ class ApiServerEmulator:
             raise RuntimeError("the emulator is not running: start it first")
         return os.path.join(self._tmpdir, "kubeconfig")
 
-    def kubeconfig(self) -> dict[str, Any]:
-        """The kubeconfig as a dict (server, CA data when TLS, token)."""
+    def kubeconfig(self, *, token: str | None = None) -> dict[str, Any]:
+        """The kubeconfig as a dict (server, CA data when TLS, token): with the
+        emulator's own token, or ``token`` (one of :meth:`add_user` or
+        :meth:`service_account_token`)."""
         cluster: dict[str, Any] = {"server": self.url}
         if self._ca_pem is not None:
             cluster["certificate-authority-data"] = base64.b64encode(self._ca_pem).decode()
-        user: dict[str, Any] = {"token": self._token} if self._token else {}
+        token = token or self._token
+        user: dict[str, Any] = {"token": token} if token else {}
         return {
             "apiVersion": "v1",
             "kind": "Config",
@@ -256,9 +290,10 @@ class ApiServerEmulator:
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`kubeconfig` to ``path`` (mode 0600: it holds the token)."""
-        text = yaml.safe_dump(self.kubeconfig(), sort_keys=False)
+    def write_kubeconfig(self, path: str | os.PathLike[str], *, token: str | None = None) -> None:
+        """Write :meth:`kubeconfig` (with ``token``, if given) to ``path`` (mode 0600:
+        it holds the token)."""
+        text = yaml.safe_dump(self.kubeconfig(token=token), sort_keys=False)
         fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -280,6 +315,21 @@ class ApiServerEmulator:
     def resource_version(self) -> str:
         """The current global resourceVersion."""
         return str(self._store.rv)
+
+    @property
+    def sharded_list_watch(self) -> bool:
+        """Whether lists and watches honour KEP-5866's ``shardSelector`` and lists echo
+        it in ``metadata.shardInfo`` (the ``ShardedListAndWatch`` feature gate, alpha
+        in Kubernetes 1.36; on here by default). Set it to ``False`` to serve like an
+        older kube-apiserver, which ignores the parameter and sends every object; a
+        change applies to requests that come after it."""
+        return self._store.sharded_list_watch
+
+    @sharded_list_watch.setter
+    def sharded_list_watch(self, enabled: bool) -> None:
+        if not isinstance(enabled, bool):
+            raise TypeError(f"sharded_list_watch is a bool, not {type(enabled).__name__}")
+        self._store.sharded_list_watch = enabled
 
     def register_resource(
         self,
@@ -395,6 +445,68 @@ class ApiServerEmulator:
         except StatusError as exc:
             raise _api_error(exc) from None
         return copy_out(record)
+
+    # -- webhooks -----------------------------------------------------------------------------
+
+    def route_webhook_service(
+        self, namespace: str, name: str, url: str, *, port: int = 443
+    ) -> None:
+        """Call the webhooks whose ``clientConfig`` names the Service ``namespace/name``
+        (on ``port``) at ``url`` (``https://host:port``, the ``clientConfig``'s path
+        appended): the emulator has no cluster network, so a Service-backed webhook is
+        unreachable (its failure policy applies) until routed."""
+        self._check_thread()
+        if not url.startswith("https://"):
+            raise ValueError(f"webhooks are called over https, not at {url!r}")
+        self._caller.route_service(namespace, name, port, url)
+
+    # -- users and RBAC ---------------------------------------------------------------------
+
+    def add_user(self, name: str, *, groups: Sequence[str] = (), token: str | None = None) -> str:
+        """Accept a bearer token for user ``name`` in ``groups`` (and
+        ``system:authenticated``), as kube's static token file; returns the token (a
+        random one unless ``token``). What the user may do is up to RBAC: bind it with
+        RoleBindings and ClusterRoleBindings. Raises ``ValueError`` for an empty name
+        or a token in use."""
+        self._check_thread()
+        token = token if token is not None else secrets.token_urlsafe(24)
+        self._users.add(token, name, groups)
+        return token
+
+    def service_account_token(
+        self, name: str, namespace: str = "default", *, expiration_seconds: int = 3600
+    ) -> str:
+        """A token of the ServiceAccount ``namespace/name`` (user
+        ``system:serviceaccount:{namespace}:{name}``), as the TokenRequest API makes
+        (``POST .../serviceaccounts/{name}/token`` serves the same over HTTP). It
+        expires after ``expiration_seconds`` on the emulator's clock, and stops working
+        when the ServiceAccount is deleted. Raises
+        :class:`~kubereflector.NotFoundError` when it does not exist."""
+        self._check_thread()
+        if expiration_seconds <= 0:
+            raise ValueError(f"expiration_seconds must be > 0 (got {expiration_seconds})")
+        uid = self._service_account_uid(namespace, name)
+        if uid is None:
+            raise _api_error(not_found(self._store.resolve("serviceaccounts").info, name))
+        return self._users.mint(namespace, name, uid, expiration_seconds)
+
+    def _service_account_uid(self, namespace: str, name: str) -> str | None:
+        record = self._store.resolve("serviceaccounts").objects.get(f"{namespace}/{name}")
+        return None if record is None else str(record.obj["metadata"].get("uid", ""))
+
+    @property
+    def rbac(self) -> RbacMode:
+        """``"enforce"`` (refused requests get a 403) or ``"report"`` (they are served)."""
+        return self._authorization.mode
+
+    def denials(self) -> list[Denial]:
+        """The requests RBAC refused (or, with ``rbac="report"``, would have refused),
+        oldest first (the last 10,000)."""
+        return list(self._authorization.denials)
+
+    def clear_denials(self) -> None:
+        """Forget the denials so far."""
+        self._authorization.denials.clear()
 
     # -- faults -------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The emulator's HTTP entry point (:class:`ApiHandler`): request log, injected
-failures, authentication, the admin endpoint for faults, health, version, OpenAPI
-and discovery, and the routing of resource paths to the verbs (:mod:`._verbs`)
-and watches (:mod:`._watch`).
+failures, authentication (:mod:`._users`) and authorization (:mod:`._authorization`),
+the admin endpoint for faults, health, version, OpenAPI and discovery, and the
+routing of resource paths to the verbs (:mod:`._verbs`), the reviews and token
+requests (:mod:`._reviews`) and watches (:mod:`._watch`).
 
 Private to :mod:`kubereflector.testing.apiserver`. Everything runs on the event
 loop that serves the emulator; the store is only touched between awaits.
@@ -10,15 +11,16 @@ loop that serves the emulator; the store is only touched between awaits.
 from __future__ import annotations
 
 import collections
-import hmac
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 from aiohttp import web
 
 from ...errors import failure_status
+from ._admission import REQUEST_USER
+from ._authorization import Authorization
 from ._discovery import (
     AGGREGATED_V2,
     EMULATED_VERSION,
@@ -32,11 +34,17 @@ from ._faults import Faults
 from ._negotiation import json_response, status_response, wants_aggregated
 from ._openapi import openapi_response
 from ._queries import parse_bool
+from ._rbac import Attributes, forbidden
 from ._records import ENCODER, decode
+from ._reviews import REVIEW_RESOURCES, serve_review, serve_token_request
 from ._statuses import StatusError, method_not_allowed, path_not_found
 from ._store import Store
+from ._users import ADMIN, UserInfo, Users
 from ._verbs import require_verb, serve_collection, serve_object
 from ._watch import Watches
+
+if TYPE_CHECKING:
+    from ._writes import Writes
 
 __all__ = ["ApiHandler"]
 
@@ -49,10 +57,12 @@ _HEALTH_PREFIXES: Final = ("/healthz/", "/livez/", "/readyz/")
 
 class ApiHandler:
     """Serves one emulator's store, faults and watches over HTTP (an aiohttp
-    low-level handler). ``token``: the bearer token every request but health and
-    version must carry (``None``: no authentication); ``server_address``: the
-    ``host:port`` legacy discovery names; ``restart``: what the admin endpoint's
-    ``restart`` awaits (given the connection to keep)."""
+    low-level handler). ``users``: who each bearer token is (every request but
+    health and version must carry one, unless ``users`` requires none);
+    ``authorization``: the RBAC check of each authenticated request;
+    ``server_address``: the ``host:port`` legacy discovery names; ``restart``: what
+    the admin endpoint's ``restart`` awaits (given the connection to keep); ``writes``:
+    the write path with admission and conversion (``None``: the store's alone)."""
 
     def __init__(
         self,
@@ -60,14 +70,18 @@ class ApiHandler:
         store: Store,
         faults: Faults,
         watches: Watches,
-        token: str | None,
+        users: Users,
+        authorization: Authorization,
         server_address: Callable[[], str],
         restart: Callable[[Any], Awaitable[None]],
+        writes: Writes | None = None,
     ) -> None:
         self.store = store
+        self.writes = writes
         self.faults = faults
         self.watches = watches
-        self.token = token
+        self.users = users
+        self.authorization = authorization
         self.server_address = server_address
         self.restart = restart
         self.requests: collections.deque[tuple[str, str]] = collections.deque(maxlen=10_000)
@@ -82,31 +96,38 @@ class ApiHandler:
         injected = self.faults.take_failure()
         if injected is not None:
             return status_response(injected)
-        denied = self._authenticate(request, path)
-        if denied is not None:
-            return denied
+        user = self._authenticate(request, path)
+        if not isinstance(user, UserInfo):
+            return user
+        refused = self.authorization.check(request.method, path, request.query, user)
+        if refused is not None:
+            return status_response(refused)
         try:
-            return await self._dispatch(request, path)
+            return await self._dispatch(request, path, user)
         except StatusError as exc:
             return status_response(exc.status)
 
-    def _authenticate(self, request: web.BaseRequest, path: str) -> web.Response | None:
-        if self.token is None:
-            return None
+    def _authenticate(self, request: web.BaseRequest, path: str) -> UserInfo | web.Response:
+        """Who sent ``request`` (the admin when the emulator needs no token), or the 401."""
+        if not self.users.required:
+            return ADMIN
         header = request.headers.get("Authorization")
         if header is None and (path in _PUBLIC_PATHS or path.startswith(_HEALTH_PREFIXES)):
-            return None  # anonymous may read health and version, as in kube's default RBAC
+            return ADMIN  # anonymous may read health and version, as in kube's default RBAC
         scheme, _, credential = (header or "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(
-            credential.strip().encode(), self.token.encode()
-        ):
-            return None
+        if scheme.lower() == "bearer":
+            user = self.users.authenticate(credential.strip())
+            if user is not None:
+                return user
         return status_response(failure_status(401, "Unauthorized", "Unauthorized"))
 
     async def _admin(self, request: web.BaseRequest) -> web.StreamResponse:
-        denied = self._authenticate(request, request.path)
-        if denied is not None:
-            return denied
+        user = self._authenticate(request, request.path)
+        if not isinstance(user, UserInfo):
+            return user
+        if not user.is_master():  # the emulator's own endpoint: for its admin only
+            attrs = Attributes(user, request.method.lower(), False, path=request.path)
+            return status_response(forbidden(attrs, ""))
         if request.path != _ADMIN_PATH:
             return status_response(path_not_found().status)
         if request.method != "POST":
@@ -157,7 +178,9 @@ class ApiHandler:
 
     # -- routing ---------------------------------------------------------------------------
 
-    async def _dispatch(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
+    async def _dispatch(
+        self, request: web.BaseRequest, path: str, user: UserInfo
+    ) -> web.StreamResponse:
         segments = [s for s in path.split("/") if s]
         method = request.method
         if not segments:
@@ -190,7 +213,7 @@ class ApiHandler:
                 raise path_not_found()
             if len(segments) == 2:
                 return self._discovery(api_resource_list(resources, "", "v1"))
-            return await self._resource(request, "", "v1", segments[2:])
+            return await self._resource(request, "", "v1", segments[2:], user)
         if head == "apis":
             if len(segments) == 1:
                 if wants_aggregated(accept):
@@ -201,7 +224,7 @@ class ApiHandler:
                 return self._discovery(api_group(resources, segments[1]))
             if len(segments) == 3:
                 return self._discovery(api_resource_list(resources, segments[1], segments[2]))
-            return await self._resource(request, segments[1], segments[2], segments[3:])
+            return await self._resource(request, segments[1], segments[2], segments[3:], user)
         raise path_not_found()
 
     @staticmethod
@@ -211,7 +234,7 @@ class ApiHandler:
         return json_response(ENCODER.encode(document))
 
     async def _resource(
-        self, request: web.BaseRequest, group: str, version: str, rest: list[str]
+        self, request: web.BaseRequest, group: str, version: str, rest: list[str], user: UserInfo
     ) -> web.StreamResponse:
         """A path under ``/api/v1`` or ``/apis/{group}/{version}`` (``rest``: the
         segments after it): ``[watch/][namespaces/{ns}/]{plural}[/{name}[/{sub}]]``."""
@@ -232,7 +255,7 @@ class ApiHandler:
         bucket = self.store.by_gvr.get((group, version, rest[0]))
         if bucket is None:
             raise path_not_found()
-        info = bucket.info
+        info = self.store.view(bucket, version)  # the version asked for
         if namespace is not None and not info.namespaced:
             raise path_not_found()
         name = rest[1] if len(rest) >= 2 else None
@@ -241,12 +264,22 @@ class ApiHandler:
             raise path_not_found()
         if subresource is not None and subresource not in info.subresources:
             raise path_not_found()
+        if info in REVIEW_RESOURCES and name is None:
+            return await serve_review(self.store, request, info, user)
+        if subresource == "token" and namespace is not None and name is not None:
+            return await serve_token_request(self.store, self.users, request, namespace, name)
         params = request.query
         if params.get("watch"):
             watch = parse_bool("watch", params["watch"]) or watch
         if request.method == "GET" and watch:
             require_verb(info, "watch", "GET")
-            return await self.watches.serve(request, bucket, namespace, name)
+            return await self.watches.serve(request, bucket, namespace, name, info=info)
+        writes = self.writes
+        REQUEST_USER.set(user)  # admission's userInfo (this request's task only)
         if name is None:
-            return await serve_collection(self.store, request, bucket, namespace)
-        return await serve_object(self.store, request, bucket, namespace, name, subresource)
+            return await serve_collection(
+                self.store, request, bucket, namespace, writes=writes, info=info
+            )
+        return await serve_object(
+            self.store, request, bucket, namespace, name, subresource, writes=writes, info=info
+        )

@@ -53,8 +53,19 @@ _SPEC_STATUS: Final = frozenset({"spec", "status"})
 _BUILTIN_FIELDS: Final[Mapping[str, frozenset[str]]] = {
     "ConfigMap": frozenset({"data", "binaryData", "immutable"}),
     "Secret": frozenset({"data", "stringData", "type", "immutable"}),
+    "ServiceAccount": frozenset({"secrets", "imagePullSecrets", "automountServiceAccountToken"}),
+    "Role": frozenset({"rules"}),
+    "ClusterRole": frozenset({"rules", "aggregationRule"}),
+    "RoleBinding": frozenset({"subjects", "roleRef"}),
+    "ClusterRoleBinding": frozenset({"subjects", "roleRef"}),
 }
-_BUILTIN_PACKAGES: Final[Mapping[str, str]] = {"": "io.k8s.api.core", "apps": "io.k8s.api.apps"}
+_BUILTIN_PACKAGES: Final[Mapping[str, str]] = {
+    "": "io.k8s.api.core",
+    "apps": "io.k8s.api.apps",
+    "policy": "io.k8s.api.policy",
+    "rbac.authorization.k8s.io": "io.k8s.api.rbac",
+    "authorization.k8s.io": "io.k8s.api.authorization",
+}
 _PATCH_TYPES: Final = ("application/json-patch+json", "application/merge-patch+json")
 
 

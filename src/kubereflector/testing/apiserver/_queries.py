@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ...cache.shards import ShardSelector, ShardSelectorError
 from ...selectors import FieldSelector, LabelSelector
 from ._records import ENCODER, Bucket, Event, Record, decode, key_range
 from ._resources import ServedResource
@@ -70,6 +71,8 @@ class Query:
     allow_watch_bookmarks: bool = False
     timeout_seconds: int | None = None
     watch: bool = False
+    shard_selector: ShardSelector | None = None
+    """KEP-5866's ``shardSelector`` (``None``: not asked, or the feature is off)."""
 
     def validate(self, info: ServedResource) -> None:
         """kube's ValidateListOptions (422), and the resource's field-selector support (400)."""
@@ -157,12 +160,18 @@ class Query:
         labels = self.label_selector
         if not labels.empty and not labels.matches((obj.get("metadata") or {}).get("labels")):
             return False
+        shard = self.shard_selector
+        if shard is not None and not shard.matches(obj):
+            return False
         fields = self.field_selector
         return fields.empty or fields.matches_object(obj)
 
     @property
     def filtering(self) -> bool:
-        return not (self.label_selector.empty and self.field_selector.empty)
+        return (
+            not (self.label_selector.empty and self.field_selector.empty)
+            or self.shard_selector is not None
+        )
 
 
 def parse_bool(name: str, value: str) -> bool:
@@ -181,9 +190,11 @@ def _parse_int(name: str, value: str) -> int:
         raise bad_request(f"invalid value for {name}: {value!r} is not an integer") from None
 
 
-def parse_query(params: Mapping[str, str], *, watch: bool) -> Query:
+def parse_query(params: Mapping[str, str], *, watch: bool, sharding: bool = True) -> Query:
     """The :class:`Query` of a request's query parameters (400 for one that does not
-    parse); not yet validated against a resource (:meth:`Query.validate`)."""
+    parse); not yet validated against a resource (:meth:`Query.validate`).
+    ``sharding``: the ``ShardedListAndWatch`` feature is on (off: ``shardSelector``
+    is ignored, as servers before it do)."""
     query = Query(
         resource_version=params.get("resourceVersion", ""),
         resource_version_match=params.get("resourceVersionMatch", ""),
@@ -207,6 +218,11 @@ def parse_query(params: Mapping[str, str], *, watch: bool) -> Query:
         )
     if params.get("sendInitialEvents"):
         query.send_initial_events = parse_bool("sendInitialEvents", params["sendInitialEvents"])
+    if sharding and "shardSelector" in params:
+        try:  # kube: converting the parameter fails, a 400 (an empty one included)
+            query.shard_selector = ShardSelector.parse(params["shardSelector"])
+        except ShardSelectorError as exc:
+            raise bad_request(f"invalid shard selector: {exc}") from None
     return query
 
 

@@ -185,4 +185,23 @@ BUILTIN_RESOURCES: Final = (
         generation=False,
     ),
     ServedResource("coordination.k8s.io", "v1", "leases", "Lease", builtin=True, generation=False),
+    ServedResource(
+        "",
+        "v1",
+        "serviceaccounts",
+        "ServiceAccount",
+        short_names=("sa",),
+        builtin=True,
+        subresources=("token",),
+        generation=False,
+    ),
+    ServedResource(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        short_names=("pdb",),
+        builtin=True,
+        subresources=("status",),
+    ),
 )

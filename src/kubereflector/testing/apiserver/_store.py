@@ -12,6 +12,7 @@ the resource's watchers and to the observers. Reads are planned by
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,17 +44,32 @@ from ._strategy import (
 from ._timestamps import timestamp
 from ._validation import validate_update
 
-__all__ = ["Store", "WriteRequest"]
+__all__ = ["Store", "WriteRequest", "version_priority"]
 
 _INITIAL_NAMESPACES: Final = ("default", "kube-system", "kube-public")
+_KUBE_VERSION: Final = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?\Z")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """kube's version order as a sort key (``v2``, ``v1``, ``v1beta2``, ``v1beta1``,
+    ``v1alpha1``, then other names alphabetically): the preferred version first."""
+    found = _KUBE_VERSION.match(version)
+    if found is None:
+        return (3, 0, 0, version)
+    major, level, minor = found.groups()
+    rank = {None: 0, "beta": 1, "alpha": 2}[level]
+    return (rank, -int(major), -int(minor or 0), version)
 
 
 @dataclass(frozen=True, slots=True)
 class WriteRequest:
-    """A write over the API: its field manager, and whether it is a dry run."""
+    """A write over the API: its field manager, and whether it is a dry run.
+    ``fields_tracked``: the body's managedFields were computed already (before admission
+    changed the object, as kube does), so the write records nothing more."""
 
     manager: str
     dry_run: bool = False
+    fields_tracked: bool = False
 
 
 class Store:
@@ -75,6 +91,11 @@ class Store:
         # object about to be stored; every observer sees each stored change.
         self.admission: dict[str, Callable[[dict[str, Any]], None]] = {}
         self.observers: list[Callable[[Bucket, str, Record], None]] = []
+        # The other served versions of a resource (a CRD's, see _conversion), by resource.
+        self.versions: dict[str, dict[str, ServedResource]] = {}
+        self.sharded_list_watch = True
+        """The ``ShardedListAndWatch`` feature gate (KEP-5866): ``shardSelector`` is
+        honoured and lists echo it in ``metadata.shardInfo``."""
         for info in BUILTIN_RESOURCES:
             self.register(info)
         namespaces = self.buckets["namespaces"]
@@ -101,11 +122,60 @@ class Store:
             self._remove(bucket, record)
         for watcher in list(bucket.watchers):
             watcher.end(discard=False)
+        self.set_versions(group_resource, [])
         del self.buckets[group_resource]
         del self.by_gvr[(bucket.info.group, bucket.info.version, bucket.info.plural)]
 
+    def retarget(self, bucket: Bucket, info: ServedResource) -> None:
+        """Store ``bucket``'s resource in ``info``'s version from now on (a CRD's new
+        storage version): its objects stay as they are, in the version they were stored in."""
+        old = bucket.info
+        if self.by_gvr.get((old.group, old.version, old.plural)) is bucket:
+            del self.by_gvr[(old.group, old.version, old.plural)]
+        bucket.info = info
+        self.by_gvr[(info.group, info.version, info.plural)] = bucket
+
+    def set_versions(self, group_resource: str, others: list[ServedResource]) -> None:
+        """Serve ``others`` (its other versions) as views of the resource's bucket: routed,
+        in discovery and OpenAPI; none: stop."""
+        for info in self.versions.pop(group_resource, {}).values():
+            key = (info.group, info.version, info.plural)
+            bucket = self.by_gvr.get(key)
+            if (
+                bucket is not None
+                and bucket.info is not info
+                and bucket.info.version != info.version
+            ):
+                del self.by_gvr[key]
+        bucket = self.buckets.get(group_resource)
+        if bucket is None or not others:
+            return
+        views = {}
+        for info in others:
+            if info.version != bucket.info.version:
+                views[info.version] = info
+                self.by_gvr[(info.group, info.version, info.plural)] = bucket
+        self.versions[group_resource] = views
+
+    def view(self, bucket: Bucket, version: str) -> ServedResource:
+        """The resource of ``bucket`` as served in ``version``."""
+        if version == bucket.info.version:
+            return bucket.info
+        return self.versions[bucket.info.group_resource][version]
+
     def resources(self) -> list[ServedResource]:
-        return [b.info for b in self.buckets.values()]
+        """Every served resource in every version (a resource's versions together, in
+        kube's version priority: GA, then beta, then alpha, newer first)."""
+        found = []
+        for bucket in self.buckets.values():
+            views = self.versions.get(bucket.info.group_resource)
+            if not views:
+                found.append(bucket.info)
+                continue
+            found.extend(
+                sorted([bucket.info, *views.values()], key=lambda i: version_priority(i.version))
+            )
+        return found
 
     def resolve(self, resource: str) -> Bucket:
         """A bucket by ``"pods"``, ``"deployments.apps"`` or an unambiguous plural."""
@@ -177,7 +247,7 @@ class Store:
         ``status`` and records no field manager)."""
         info = bucket.info
         body = self._new_object(bucket, obj, namespace, strict=request is not None)
-        if request is not None:
+        if request is not None and not request.fields_tracked:
             managers = FieldManagers.decode(body["metadata"].get("managedFields"))
             managers.update(
                 EMPTY,
@@ -212,7 +282,9 @@ class Store:
         coerce_custom(info, body)
         new = replacement(info, existing, body, name, subresource, request is not None)
         managers = None
-        if request is not None:
+        if request is not None and request.fields_tracked:
+            managers = FieldManagers.decode(body["metadata"].get("managedFields"))
+        elif request is not None:
             managers = managers_for(existing, body, subresource)
             managers.update(
                 existing.obj,
@@ -325,6 +397,18 @@ class Store:
                     for record in list(other.iter_namespace(existing.name)):
                         self._remove(other, record)
         return self._remove(bucket, existing), True
+
+    def insert(self, bucket: Bucket, preview: Record) -> Record:
+        """Store the object of a create's dry run (``preview``, admitted since): 404 if its
+        namespace went meanwhile, 409 AlreadyExists if its name was taken."""
+        info = bucket.info
+        obj = dict(preview.obj)
+        obj["metadata"] = dict(obj["metadata"])
+        if info.namespaced and preview.namespace not in self.buckets["namespaces"].objects:
+            raise not_found(self.buckets["namespaces"].info, preview.namespace)
+        if preview.key in bucket.objects:
+            raise already_exists(info, preview.name)
+        return self._commit(bucket, obj, "ADDED", None, dry_run=False)
 
     def _new_object(
         self, bucket: Bucket, obj: Any, namespace: str | None, *, strict: bool

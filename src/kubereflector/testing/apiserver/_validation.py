@@ -25,6 +25,7 @@ import msgspec
 from ...errors import failure_status
 from ...selectors import _label_key_error, _label_value_error
 from ._cel import UnsupportedRule, cel_errors, has_rules
+from ._rbac_validation import RBAC_CHECKS, RBAC_GROUP, path_segment_errors
 from ._resources import ServedResource
 from ._schema import BLOCKING_TYPES, NIL_PATH, embedded_errors, list_errors, schema_errors
 from ._statuses import FieldError, StatusError, invalid
@@ -170,6 +171,11 @@ def _custom_resource_errors(
 def _meta_errors(info: ServedResource, meta: Mapping[str, Any]) -> list[FieldError]:
     name = meta.get("name") or ""
     errors: list[FieldError] = []
+    if info.group == RBAC_GROUP and info.builtin:  # RBAC names are path segments
+        errors = [
+            FieldError("metadata.name", "Invalid", why, name) for why in path_segment_errors(name)
+        ]
+        return errors + _label_errors(meta)
     label_name = info.plural == "namespaces" and info.builtin
     pattern = _DNS1123_LABEL if label_name else _DNS1123_SUBDOMAIN
     limit = 63 if label_name else 253
@@ -184,6 +190,11 @@ def _meta_errors(info: ServedResource, meta: Mapping[str, Any]) -> list[FieldErr
                 name,
             )
         )
+    return errors + _label_errors(meta)
+
+
+def _label_errors(meta: Mapping[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
     labels = meta.get("labels")
     if labels is not None and not isinstance(labels, dict):
         errors.append(FieldError("metadata.labels", "Invalid", "must be a map", labels))
@@ -305,4 +316,5 @@ def _lease_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list
 _RESOURCE_CHECKS: Final = {
     "events.events.k8s.io": _event_errors,
     "leases.coordination.k8s.io": _lease_errors,
+    **RBAC_CHECKS,
 }

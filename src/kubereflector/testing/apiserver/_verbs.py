@@ -4,13 +4,15 @@ becomes a store call and its answer. On a collection: list (``GET``), create
 update (``PUT``), patch and server-side apply (``PATCH``), delete.
 
 Private to :mod:`kubereflector.testing.apiserver`. Event loop only. Each function
-raises :class:`~._statuses.StatusError` for the handler to answer.
+raises :class:`~._statuses.StatusError` for the handler to answer. Given ``writes``,
+writes go through admission and conversion when they need it (:mod:`._writes`), and
+reads of a CRD's resource are converted to the version the request addressed (``info``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
@@ -34,6 +36,9 @@ from ._strategy import patched
 from ._tables import table
 from ._validation import validate_options
 
+if TYPE_CHECKING:
+    from ._writes import Writes
+
 __all__ = ["require_verb", "serve_collection", "serve_object"]
 
 _MANAGER_MAX: Final = 128
@@ -46,14 +51,24 @@ def require_verb(info: ServedResource, verb: str, method: str) -> None:
 
 
 async def serve_collection(
-    store: Store, request: web.BaseRequest, bucket: Bucket, namespace: str | None
+    store: Store,
+    request: web.BaseRequest,
+    bucket: Bucket,
+    namespace: str | None,
+    *,
+    writes: Writes | None = None,
+    info: ServedResource | None = None,
 ) -> web.Response:
-    """List, create or deletecollection on ``bucket``'s collection (in ``namespace``)."""
-    info = bucket.info
+    """List, create or deletecollection on ``bucket``'s collection (in ``namespace``),
+    in ``info``'s version (default: the storage version)."""
+    info = info or bucket.info
     method = request.method
     params = request.query
     if method == "GET":
-        return _list(store, bucket, namespace, params, request.headers.get("Accept", ""))
+        accept = request.headers.get("Accept", "")
+        if writes is not None and writes.converts(bucket):
+            return await _converted_list(writes, bucket, info, namespace, params, accept)
+        return _list(store, bucket, namespace, params, accept)
     if method == "POST":
         if info.namespaced and namespace is None:
             raise method_not_allowed(method, info.group_resource)
@@ -61,11 +76,16 @@ async def serve_collection(
         writer = _writer(request, "CreateOptions")
         body = await read_body(request)
         warnings = check_fields(info, body, params.get("fieldValidation", ""))
+        if writes is not None and not writes.plain(bucket, info):
+            out, more = await writes.create(
+                request, bucket, info, body, namespace, writer, _options(request, writer)
+            )
+            return with_warnings(json_response(out, 201), warnings + more)
         record = store.create(bucket, body, namespace, request=writer)
         return with_warnings(json_response(record.full(), 201), warnings)
     if method == "DELETE":
         require_verb(info, "deletecollection", method)
-        return await _delete_collection(store, request, bucket, namespace)
+        return await _delete_collection(store, request, bucket, namespace, writes, info)
     raise method_not_allowed(method, info.group_resource)
 
 
@@ -76,32 +96,100 @@ async def serve_object(
     namespace: str | None,
     name: str,
     subresource: str | None,
+    *,
+    writes: Writes | None = None,
+    info: ServedResource | None = None,
 ) -> web.Response:
     """Get, update, patch (or apply) or delete the object ``name`` of ``bucket`` (in
-    ``namespace``), or its ``subresource``."""
-    info = bucket.info
+    ``namespace``), or its ``subresource``, in ``info``'s version (default: the storage
+    version)."""
+    info = info or bucket.info
     method = request.method
     params = request.query
     if method == "GET":
         require_verb(info, "get", method)
         record = store.get(bucket, namespace, name)
+        if writes is not None and record.obj.get("apiVersion") != info.api_version:
+            record = Record(await writes.out(info, record), info.typemeta_prefix)
         return _one(record, request.headers.get("Accept", ""), info)
     if method == "PUT":
         require_verb(info, "update", method)
         writer = _writer(request, "UpdateOptions")
         body = await read_body(request)
         warnings = check_fields(info, body, params.get("fieldValidation", ""))
+        if writes is not None and not writes.plain(bucket, info):
+            out, more = await writes.update(
+                request,
+                bucket,
+                info,
+                namespace,
+                name,
+                body,
+                subresource,
+                writer,
+                _options(request, writer),
+            )
+            return with_warnings(json_response(out), warnings + more)
         record = store.update(
             bucket, namespace, name, body, subresource=subresource, request=writer
         )
         return with_warnings(json_response(record.full()), warnings)
     if method == "PATCH":
         require_verb(info, "patch", method)
-        return await _patch(store, request, bucket, namespace, name, subresource)
+        return await _patch(store, request, bucket, namespace, name, subresource, writes, info)
     if method == "DELETE" and subresource is None:
         require_verb(info, "delete", method)
-        return await _delete(store, request, bucket, namespace, name)
+        return await _delete(store, request, bucket, namespace, name, writes, info)
     raise method_not_allowed(method, info.group_resource)
+
+
+def _options(request: web.BaseRequest, writer: WriteRequest) -> dict[str, Any]:
+    """The write's options as admission webhooks get them (``dryRun``, ``fieldManager``
+    as the client gave it, ``fieldValidation``)."""
+    params = request.query
+    return {
+        "dryRun": params.getall("dryRun", []),
+        "fieldManager": params.get("fieldManager"),
+        "fieldValidation": params.get("fieldValidation"),
+    }
+
+
+async def _converted_list(
+    writes: Writes,
+    bucket: Bucket,
+    info: ServedResource,
+    namespace: str | None,
+    params: Mapping[str, str],
+    accept: str,
+) -> web.Response:
+    """A list of a CRD's resource, its items converted to ``info``'s version (one
+    conversion of every item not in it, as kube converts a list)."""
+    store = writes.store
+    require_verb(info, "list", "GET")
+    mode = negotiate(accept, "list")
+    if mode is None:
+        raise not_acceptable()
+    query = parse_query(params, watch=False)
+    page = store.list_page(bucket, namespace, query)
+    records = page.records
+    if mode != "meta" and writes.conversions.needs([r.obj for r in records], info):
+        objs = await writes.conversions.convert(info, [r.obj for r in records])
+        records = [Record(obj, info.typemeta_prefix) for obj in objs]
+    if mode == "table":
+        include = params.get("includeObject", "Metadata")
+        return json_response(ENCODER.encode(table(info, records, page.rv, page.continue_, include)))
+    meta: dict[str, Any] = {"resourceVersion": str(page.rv)}
+    if page.continue_:
+        meta["continue"] = page.continue_
+    if page.remaining is not None:
+        meta["remainingItemCount"] = page.remaining
+    if mode == "meta":
+        head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
+        items = b",".join([r.meta_json() for r in records])
+    else:
+        head = _list_head(info)
+        items = b",".join([r.full() for r in records])
+    return json_response(head + ENCODER.encode(meta) + b',"items":[' + items + b"]}")
 
 
 def _one(record: Record, accept: str, info: ServedResource) -> web.Response:
@@ -123,7 +211,7 @@ def _list(
     mode = negotiate(accept, "list")
     if mode is None:
         raise not_acceptable()
-    query = parse_query(params, watch=False)
+    query = parse_query(params, watch=False, sharding=store.sharded_list_watch)
     page = store.list_page(bucket, namespace, query)
     if mode == "table":
         include = params.get("includeObject", "Metadata")
@@ -135,6 +223,8 @@ def _list(
         meta["continue"] = page.continue_
     if page.remaining is not None:
         meta["remainingItemCount"] = page.remaining
+    if query.shard_selector is not None:
+        meta["shardInfo"] = {"selector": str(query.shard_selector)}
     if mode == "meta":
         head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
         items = b",".join([r.meta_json() for r in page.records])
@@ -154,8 +244,9 @@ async def _patch(
     namespace: str | None,
     name: str,
     subresource: str | None,
+    writes: Writes | None,
+    info: ServedResource,
 ) -> web.Response:
-    info = bucket.info
     params = request.query
     kind = patch_type(request)
     if kind is None or (kind == "strategic" and not info.builtin):
@@ -181,6 +272,27 @@ async def _patch(
         check_fields(info, {}, directive)  # unknown fields fail the apply itself (500)
     elif kind != "json":  # merge, strategic and apply bodies have the object's shape
         warnings = check_fields(info, patch, directive)
+    if writes is not None and not writes.plain(bucket, info):
+        options = _options(request, writer)
+        if kind == "apply":
+            options["force"] = force
+            out, more, created = await writes.apply(
+                request,
+                bucket,
+                info,
+                namespace,
+                name,
+                patch,
+                subresource,
+                writer,
+                bool(force),
+                options,
+            )
+            return with_warnings(json_response(out, 201 if created else 200), warnings + more)
+        out, more = await writes.patch(
+            request, bucket, info, namespace, name, kind, patch, subresource, writer, options
+        )
+        return with_warnings(json_response(out), warnings + more)
     if kind == "apply":
         existed = store.exists(bucket, namespace, name)
         record = store.apply(
@@ -200,19 +312,38 @@ async def _patch(
 
 
 async def _delete(
-    store: Store, request: web.BaseRequest, bucket: Bucket, namespace: str | None, name: str
+    store: Store,
+    request: web.BaseRequest,
+    bucket: Bucket,
+    namespace: str | None,
+    name: str,
+    writes: Writes | None,
+    info: ServedResource,
 ) -> web.Response:
-    info = bucket.info
     options = await _delete_options(request)
-    record, gone = store.delete(
-        bucket,
-        namespace,
-        name,
-        options.get("preconditions"),
-        dry_run=bool(options.get("dryRun")),
-    )
+    warnings: list[str] = []
+    if writes is not None and not writes.plain(bucket, info):
+        record, gone, warnings = await writes.delete(
+            request,
+            bucket,
+            info,
+            namespace,
+            name,
+            options.get("preconditions"),
+            bool(options.get("dryRun")),
+            options,
+        )
+    else:
+        record, gone = store.delete(
+            bucket,
+            namespace,
+            name,
+            options.get("preconditions"),
+            dry_run=bool(options.get("dryRun")),
+        )
     if not gone or info.return_deleted_object:
-        return json_response(record.full())
+        out = record.full() if writes is None else await writes.encoded(info, record)
+        return with_warnings(json_response(out), warnings)
     details: dict[str, Any] = {"name": name}
     if info.group:
         details["group"] = info.group
@@ -225,29 +356,54 @@ async def _delete(
         "status": "Success",
         "details": details,
     }
-    return json_response(ENCODER.encode(status))
+    return with_warnings(json_response(ENCODER.encode(status)), warnings)
 
 
 async def _delete_collection(
-    store: Store, request: web.BaseRequest, bucket: Bucket, namespace: str | None
+    store: Store,
+    request: web.BaseRequest,
+    bucket: Bucket,
+    namespace: str | None,
+    writes: Writes | None,
+    info: ServedResource,
 ) -> web.Response:
-    query = parse_query(request.query, watch=False)
+    query = parse_query(request.query, watch=False, sharding=store.sharded_list_watch)
     options = await _delete_options(request)
     deleted = []
+    warnings: list[str] = []
+    admitted = writes is not None and not writes.plain(bucket, info)
     for record in matching(bucket, namespace, query):
-        final, _ = store.delete(
-            bucket,
-            record.namespace or None,
-            record.name,
-            options.get("preconditions"),
-            dry_run=bool(options["dryRun"]),
-        )
+        if admitted:
+            assert writes is not None
+            final, _, more = await writes.delete(
+                request,
+                bucket,
+                info,
+                record.namespace or None,
+                record.name,
+                options.get("preconditions"),
+                bool(options["dryRun"]),
+                options,
+            )
+            warnings += [w for w in more if w not in warnings]
+        else:
+            final, _ = store.delete(
+                bucket,
+                record.namespace or None,
+                record.name,
+                options.get("preconditions"),
+                dry_run=bool(options["dryRun"]),
+            )
         deleted.append(final)
-    info = bucket.info
     head = _list_head(info)
     meta = {"resourceVersion": str(store.rv)}
+    if writes is not None and writes.conversions.needs([r.obj for r in deleted], info):
+        objs = await writes.conversions.convert(info, [r.obj for r in deleted])
+        deleted = [Record(obj, info.typemeta_prefix) for obj in objs]
     items = b",".join([r.body if info.builtin else r.full() for r in deleted])
-    return json_response(head + ENCODER.encode(meta) + b',"items":[' + items + b"]}")
+    return with_warnings(
+        json_response(head + ENCODER.encode(meta) + b',"items":[' + items + b"]}"), warnings
+    )
 
 
 async def _delete_options(request: web.BaseRequest) -> dict[str, Any]:

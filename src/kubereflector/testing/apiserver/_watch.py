@@ -5,7 +5,9 @@ dropping or stalling them all, counting them).
 
 Private to :mod:`kubereflector.testing.apiserver`. Event loop only. The store
 offers each event to its bucket's watchers synchronously, inside the write; a
-watcher's ``pump`` writes what is queued to the HTTP response.
+watcher's ``pump`` writes what is queued to the HTTP response. A watch of a CRD's
+resource in another version than an object's is sent the object converted (by
+``convert``, awaited in ``pump``: the event waits in the queue until then).
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeAlias, cast
 
 from aiohttp import web
 
@@ -27,6 +29,7 @@ from ._negotiation import JSON, negotiate, not_acceptable
 from ._queries import Query, parse_query
 from ._records import ENCODER, Bucket, Event, Record, event_line
 from ._resources import ServedResource
+from ._statuses import StatusError
 from ._store import Store
 from ._tables import row_object, table_columns, table_row
 from ._timestamps import wall_now
@@ -35,6 +38,21 @@ from ._watch_timer import run_watch_timer
 __all__ = ["Watcher", "Watches"]
 
 log = logging.getLogger("kubereflector.testing.apiserver")
+
+Converter: TypeAlias = Callable[
+    [ServedResource, Sequence[dict[str, Any]]], Awaitable[list[dict[str, Any]]]
+]
+"""Converts objects to a resource's version (``_conversion.Conversions.convert``)."""
+
+
+class _Pending:
+    """An event whose object must be converted before it is sent."""
+
+    __slots__ = ("event_type", "record")
+
+    def __init__(self, event_type: str, record: Record) -> None:
+        self.event_type = event_type
+        self.record = record
 
 
 class Watcher:
@@ -52,9 +70,12 @@ class Watcher:
         clock: Clock,
         faults: Faults,
         current_rv: Callable[[], int],
+        info: ServedResource | None = None,
+        convert: Converter | None = None,
     ) -> None:
         self.bucket = bucket
-        self.info: ServedResource = bucket.info
+        self.info: ServedResource = info or bucket.info
+        self.convert = convert if mode != "meta" else None
         self.namespace = namespace if bucket.info.namespaced else None
         self.query = query
         self.filtering = query.filtering
@@ -64,7 +85,8 @@ class Watcher:
         self.faults = faults
         self.current_rv = current_rv
         self.from_rv = 0
-        self.queue: collections.deque[bytes] = collections.deque()
+        self.queue: collections.deque[bytes | _Pending] = collections.deque()
+        self._pending = 0
         self.ended = False
         self.dropped = False
         self.aborted = False
@@ -123,7 +145,13 @@ class Watcher:
             obj = {"kind": self.info.kind, "apiVersion": self.info.api_version, "metadata": meta}
         self._push(event_line("BOOKMARK", ENCODER.encode(obj)))
 
-    def _encode(self, event_type: str, record: Record, event: Event | None) -> bytes:
+    def _encode(self, event_type: str, record: Record, event: Event | None) -> bytes | _Pending:
+        if self.convert is not None and record.obj.get("apiVersion") != self.info.api_version:
+            self._pending += 1
+            return _Pending(event_type, record)
+        return self._render(event_type, record, event)
+
+    def _render(self, event_type: str, record: Record, event: Event | None) -> bytes:
         if self.mode == "json":
             if event is not None and event.type == event_type:
                 return event.line()
@@ -147,9 +175,38 @@ class Watcher:
         self._headers_sent = True
         return event_line(event_type, ENCODER.encode(table))
 
-    def _push(self, line: bytes) -> None:
+    def _push(self, line: bytes | _Pending) -> None:
         self.queue.append(line)
         self._wake()
+
+    async def _resolve(self) -> None:
+        """Convert the objects of the queued events that need it (at once), in order; a
+        failed conversion ends the watch with an ERROR event."""
+        assert self.convert is not None
+        items = list(self.queue)
+        self.queue.clear()
+        self._pending = 0
+        waiting = [item for item in items if isinstance(item, _Pending)]
+        try:
+            objs = await self.convert(self.info, [item.record.obj for item in waiting])
+        except StatusError as exc:
+            log.warning("watch of %s ended: %s", self.info.group_resource, exc)
+            self.queue.clear()
+            self._pending = 0
+            self.queue.append(event_line("ERROR", ENCODER.encode(exc.status)))
+            self.ended = True
+            return
+        if self.aborted or self.stalled or self.dropped:
+            return
+        converted = iter(objs)
+        resolved: list[bytes] = []
+        for item in items:
+            if isinstance(item, _Pending):
+                record = Record(next(converted), self.info.typemeta_prefix)
+                resolved.append(self._render(item.event_type, record, None))
+            else:
+                resolved.append(item)
+        self.queue.extendleft(reversed(resolved))
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
@@ -163,6 +220,7 @@ class Watcher:
         if discard:
             self.dropped = True
             self.queue.clear()
+            self._pending = 0
         self._stop_timer()
         self._wake()
 
@@ -170,6 +228,7 @@ class Watcher:
         """Cut the connection without finishing the chunked stream."""
         self.aborted = True
         self.queue.clear()
+        self._pending = 0
         self._stop_timer()
         self._wake()
 
@@ -177,6 +236,7 @@ class Watcher:
         """Deliver nothing more, and never end on our side (a dead connection)."""
         self.stalled = True
         self.queue.clear()
+        self._pending = 0
         self._stop_timer()
 
     def start_timer(self, bookmark_interval: float | None, timeout: float | None) -> None:
@@ -215,10 +275,14 @@ class Watcher:
         loop = asyncio.get_running_loop()
         queue = self.queue
         while not self.aborted:
+            if self._pending and not self.stalled:
+                await self._resolve()
+                continue
             if queue and not self.stalled:
                 delay = self.faults.slow_delay
                 if delay:
                     line = queue.popleft()
+                    assert isinstance(line, bytes)
                     await self.clock.sleep(delay)
                     if self.aborted or self.stalled or self.dropped:
                         continue
@@ -226,12 +290,13 @@ class Watcher:
                         (line,) = self.faults.corrupt([line])
                     await response.write(line)
                 else:
+                    lines = cast("collections.deque[bytes]", queue)  # resolved above
                     if self.faults.corrupt_count:
-                        lines = self.faults.corrupt(list(queue))
-                        queue.clear()
-                        queue.extend(lines)
-                    data = queue[0] if len(queue) == 1 else b"".join(queue)
-                    queue.clear()
+                        corrupted = self.faults.corrupt(list(lines))
+                        lines.clear()
+                        lines.extend(corrupted)
+                    data = lines[0] if len(lines) == 1 else b"".join(lines)
+                    lines.clear()
                     await response.write(data)
                 continue
             if self.ended:
@@ -260,6 +325,10 @@ class Watches:
         self.clock = clock
         self.faults = faults
         self.bookmark_interval = bookmark_interval
+        self.convert: Converter | None = None
+        """Converts a CRD's objects between its versions (set by the emulator)."""
+        self.converts: Callable[[Bucket], bool] = lambda _bucket: False
+        """Whether a bucket's objects may need converting."""
         self._open: set[Watcher] = set()
         self._waiters: list[asyncio.Future[None]] = []
 
@@ -307,17 +376,24 @@ class Watches:
                 waiter.set_result(None)
 
     async def serve(
-        self, request: web.BaseRequest, bucket: Bucket, namespace: str | None, name: str | None
+        self,
+        request: web.BaseRequest,
+        bucket: Bucket,
+        namespace: str | None,
+        name: str | None,
+        *,
+        info: ServedResource | None = None,
     ) -> web.StreamResponse:
         """Answer a watch of ``bucket`` (in ``namespace``; of the object ``name``, or
-        all) until it ends, is dropped or aborted, or the client leaves. Raises
+        all; in ``info``'s version, converting with :attr:`convert` where need be) until
+        it ends, is dropped or aborted, or the client leaves. Raises
         :class:`~._statuses.StatusError` before the response starts (406, 400, 422);
         a watch that cannot start where asked (410, 504) gets an ERROR event."""
         params = request.query
         mode = negotiate(request.headers.get("Accept", ""), "watch")
         if mode is None:
             raise not_acceptable()
-        query = parse_query(params, watch=True)
+        query = parse_query(params, watch=True, sharding=self.store.sharded_list_watch)
         if name is not None:  # watching one object: kube adds a metadata.name field selector
             requirements = [*query.field_selector.requirements]
             query.field_selector = FieldSelector.parse(
@@ -343,6 +419,8 @@ class Watches:
             clock=self.clock,
             faults=self.faults,
             current_rv=lambda: self.store.rv,
+            info=info,
+            convert=self.convert if self.converts(bucket) else None,
         )
         watcher.from_rv = plan.from_rv
         for record in plan.initial:

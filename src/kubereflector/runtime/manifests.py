@@ -1,0 +1,269 @@
+"""The Kubernetes objects that deploy an operator, from what its Manager describes
+(:meth:`Manager.describe <kubereflector.runtime.Manager.describe>`): what
+``kubereflector manifests MODULE:MANAGER`` prints.
+
+:func:`manifests` returns, in the order ``kubectl apply -f`` needs them:
+
+* the CustomResourceDefinitions it is given (the operator's own kinds);
+* a ServiceAccount;
+* the RBAC the manager needs and nothing more (see
+  :mod:`kubereflector.runtime.permissions`): a ClusterRole and ClusterRoleBinding for
+  what it does cluster-wide, a Role and RoleBinding in each namespace where it does
+  more (a namespaced manager's namespace; the Lease's);
+* a Deployment: the image, the replicas, the metrics and health ports with
+  ``/healthz`` as liveness and ``/readyz`` as readiness probes, ``POD_NAME`` (the
+  leader-election identity), a pod that runs as non-root with the runtime's default
+  seccomp profile, a container with a read-only root filesystem (and a writable
+  ``/tmp``), no privilege escalation and every capability dropped, resource
+  requests and limits, and a termination grace period longer than the manager's
+  graceful shutdown;
+* with more than one replica, a PodDisruptionBudget (at most one replica down at a
+  time);
+* the webhook configurations it is given.
+
+Every object is a plain dict typed with :mod:`kubereflector.models`' TypedDicts,
+labelled ``app.kubernetes.io/name: NAME`` and ``app.kubernetes.io/managed-by:
+kubereflector``. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from .permissions import ManagerDescription, Rule
+
+if TYPE_CHECKING:
+    from ..models.apps_v1 import Deployment
+    from ..models.core_v1 import Container, ContainerPort, ResourceRequirements, ServiceAccount
+    from ..models.policy_v1 import PodDisruptionBudget
+    from ..models.rbac_authorization_v1 import (
+        ClusterRole,
+        ClusterRoleBinding,
+        Role,
+        RoleBinding,
+        Subject,
+    )
+
+__all__ = ["DEFAULT_RESOURCES", "Manifest", "manifests"]
+
+Manifest: TypeAlias = (
+    "ServiceAccount | ClusterRole | ClusterRoleBinding | Role | RoleBinding | Deployment "
+    "| PodDisruptionBudget | dict[str, Any]"
+)
+"""One object of :func:`manifests` (a CRD or a webhook configuration given to it is a
+plain ``dict``)."""
+
+DEFAULT_RESOURCES: Final[ResourceRequirements] = {
+    "requests": {"cpu": "10m", "memory": "64Mi"},
+    "limits": {"cpu": "500m", "memory": "256Mi"},
+}
+"""The container's resources unless told otherwise (kubebuilder's requests; a limit
+that leaves room for the caches of a few thousand objects: measure yours)."""
+
+_RBAC: Final = "rbac.authorization.k8s.io"
+_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_SHUTDOWN_MARGIN: Final = 10
+"""Seconds the pod is given beyond the manager's graceful shutdown before SIGKILL."""
+
+
+def _labels(name: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "kubereflector"}
+
+
+def _check_label(what: str, value: object) -> str:
+    if not isinstance(value, str) or not _DNS_LABEL.match(value):
+        raise ValueError(
+            f"{what} must be a DNS-1123 label (lower-case letters, digits and '-', "
+            f"at most 63), not {value!r}"
+        )
+    return value
+
+
+def _port(what: str, port: int | None) -> int | None:
+    if port == 0:
+        raise ValueError(
+            f"the manager's {what}=0 lets the system pick a port, which a Deployment cannot "
+            f"name: give the Manager a fixed {what}"
+        )
+    return port
+
+
+def manifests(
+    description: ManagerDescription,
+    *,
+    name: str,
+    image: str,
+    namespace: str = "default",
+    replicas: int = 1,
+    resources: ResourceRequirements | None = None,
+    custom_resource_definitions: Iterable[Mapping[str, Any]] = (),
+    webhook_configurations: Iterable[Mapping[str, Any]] = (),
+) -> list[Manifest]:
+    """The objects that deploy the operator ``description`` describes as ``name`` in
+    ``namespace`` (see the module documentation).
+
+    ``image``: the container image (its entrypoint runs the operator); ``replicas``:
+    how many pods (more than one only makes sense with leader election);
+    ``resources``: the container's requests and limits (default
+    :data:`DEFAULT_RESOURCES`). ``custom_resource_definitions`` and
+    ``webhook_configurations`` are put first and last, as given.
+
+    Raises ``ValueError`` for a ``name`` or ``namespace`` that is no DNS-1123 label,
+    an empty ``image``, ``replicas`` below 1, or a manager serving on port 0.
+    """
+    _check_label("name", name)
+    _check_label("namespace", namespace)
+    if not isinstance(image, str) or not image.strip():
+        raise ValueError("image must name a container image")
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise ValueError(f"replicas must be an integer >= 1, not {replicas!r}")
+    metrics_port = _port("metrics_port", description.metrics_port)
+    health_port = _port("health_port", description.health_port)
+    labels = _labels(name)
+    out: list[Manifest] = [dict(crd) for crd in custom_resource_definitions]
+    account: ServiceAccount = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+    }
+    out.append(account)
+    out.extend(_rbac(description, name, namespace, labels))
+    out.append(
+        _deployment(
+            description,
+            name=name,
+            namespace=namespace,
+            image=image.strip(),
+            replicas=replicas,
+            resources=resources if resources is not None else DEFAULT_RESOURCES,
+            metrics_port=metrics_port,
+            health_port=health_port,
+        )
+    )
+    if replicas > 1:
+        budget: PodDisruptionBudget = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {
+                "maxUnavailable": 1,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+            },
+        }
+        out.append(budget)
+    out.extend(dict(config) for config in webhook_configurations)
+    return out
+
+
+def _rbac(
+    description: ManagerDescription, name: str, namespace: str, labels: dict[str, str]
+) -> list[Manifest]:
+    subject: Subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+    out: list[Manifest] = []
+    permissions = description.permissions
+    if permissions.cluster:
+        role: ClusterRole = {
+            "apiVersion": f"{_RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": labels},
+            "rules": [r.policy_rule() for r in permissions.cluster],
+        }
+        binding: ClusterRoleBinding = {
+            "apiVersion": f"{_RBAC}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": labels},
+            "roleRef": {"apiGroup": _RBAC, "kind": "ClusterRole", "name": name},
+            "subjects": [subject],
+        }
+        out += [role, binding]
+    by_namespace: dict[str, set[Rule]] = {}
+    for where, rules in permissions.namespaced:
+        by_namespace.setdefault(where or namespace, set()).update(rules)
+    for where, scoped in sorted(by_namespace.items()):
+        scoped_role: Role = {
+            "apiVersion": f"{_RBAC}/v1",
+            "kind": "Role",
+            "metadata": {"name": name, "namespace": where, "labels": labels},
+            "rules": [r.policy_rule() for r in sorted(scoped)],
+        }
+        scoped_binding: RoleBinding = {
+            "apiVersion": f"{_RBAC}/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": where, "labels": labels},
+            "roleRef": {"apiGroup": _RBAC, "kind": "Role", "name": name},
+            "subjects": [subject],
+        }
+        out += [scoped_role, scoped_binding]
+    return out
+
+
+def _deployment(
+    description: ManagerDescription,
+    *,
+    name: str,
+    namespace: str,
+    image: str,
+    replicas: int,
+    resources: ResourceRequirements,
+    metrics_port: int | None,
+    health_port: int | None,
+) -> Deployment:
+    ports: list[ContainerPort] = []
+    if metrics_port is not None:
+        port_name = "http" if metrics_port == health_port else "metrics"
+        ports.append({"name": port_name, "containerPort": metrics_port, "protocol": "TCP"})
+    if health_port is not None and health_port != metrics_port:
+        ports.append({"name": "health", "containerPort": health_port, "protocol": "TCP"})
+    container: Container = {
+        "name": "operator",
+        "image": image,
+        "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+        "resources": resources,
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    if ports:
+        container["ports"] = ports
+    if health_port is not None:
+        probe_port = "http" if health_port == metrics_port else "health"
+        container["livenessProbe"] = {
+            "httpGet": {"path": "/healthz", "port": probe_port},
+            "initialDelaySeconds": 15,
+            "periodSeconds": 20,
+        }
+        container["readinessProbe"] = {
+            "httpGet": {"path": "/readyz", "port": probe_port},
+            "initialDelaySeconds": 5,
+            "periodSeconds": 10,
+        }
+    selector = {"app.kubernetes.io/name": name}
+    grace = math.ceil(description.graceful_shutdown_timeout) + _SHUTDOWN_MARGIN
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": _labels(name)},
+                "spec": {
+                    "serviceAccountName": name,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "terminationGracePeriodSeconds": grace,
+                    "containers": [container],
+                    "volumes": [{"name": "tmp", "emptyDir": {}}],
+                },
+            },
+        },
+    }

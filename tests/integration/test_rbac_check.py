@@ -1,0 +1,121 @@
+"""``kubereflector manifests MODULE:MANAGER --check COMMAND``: the operator's own test
+(COMMAND) runs against an emulator that enforces the generated RBAC for the
+operator's ServiceAccount; what it refused is reported, with the Permission that
+would allow it. The check brings its own emulator, whatever the suite's target.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.asyncio
+
+OPERATOR = """\
+import asyncio
+from kubereflector.client import load_config
+from kubereflector.runtime import Manager, Permission, Request
+
+manager = Manager(load_config(), namespace="shop")
+done = asyncio.Event()
+
+
+@manager.reconciler("configmaps", owns=["secrets"], rbac=DECLARED)
+async def reconcile(request: Request) -> None:
+    try:
+        secrets = manager.client.resource("secrets", namespace=request.namespace)
+        await secrets.create({"metadata": {"name": request.name}, "stringData": {"a": "b"}})
+        await manager.client.resource("pods", namespace=request.namespace).list()
+    finally:
+        done.set()
+"""
+
+TEST = """\
+import asyncio, os
+from kubereflector.client import Client, load_config
+import shop_operator
+
+async def main():
+    assert os.environ["KUBEREFLECTOR_CHECK_NAMESPACE"] == "ops"
+    admin = load_config(os.environ["KUBEREFLECTOR_CHECK_ADMIN_KUBECONFIG"])
+    async with Client(admin) as client, shop_operator.manager as manager:
+        run = asyncio.create_task(manager.run(handle_signals=False))
+        await client.create("/api/v1/namespaces/shop/configmaps", {"metadata": {"name": "x"}})
+        await asyncio.wait_for(shop_operator.done.wait(), 20)
+        secret = await client.get("/api/v1/namespaces/shop/secrets/x")
+        assert secret["metadata"]["name"] == "x"
+        manager.stop()
+        await run
+    raise SystemExit(int(os.environ.get("EXIT", "0")))
+
+asyncio.run(main())
+"""
+
+
+async def check(
+    tmp_path: Path, declared: str, *flags: str, exit_status: int = 0
+) -> tuple[int, str, str]:
+    (tmp_path / "shop_operator.py").write_text(OPERATOR.replace("DECLARED", declared))
+    (tmp_path / "check_shop.py").write_text(TEST)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kubereflector",
+        "manifests",
+        "shop_operator:manager",
+        "--namespace",
+        "ops",
+        *flags,
+        "--check",
+        sys.executable,
+        "check_shop.py",
+        cwd=tmp_path,
+        env={**os.environ, "EXIT": str(exit_status)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+REFUSED = re.compile(
+    r"refused: list pods in shop \((\d+)x\); allow it with Permission\('pods', 'list'\)"
+)
+
+
+@pytest.mark.timeout(90)
+async def test_an_undeclared_request_is_refused_and_reported(tmp_path: Path) -> None:
+    status, out, err = await check(tmp_path, "[]")
+    assert status == 1, err
+    (line,) = out.splitlines()
+    assert REFUSED.fullmatch(line), out
+    assert "checking the RBAC of ServiceAccount ops/shop-operator (enforced)" in err
+    assert "403 Forbidden: pods is forbidden" in err  # the operator met the refusal
+
+
+@pytest.mark.timeout(90)
+async def test_report_only_serves_what_it_would_refuse(tmp_path: Path) -> None:
+    status, out, err = await check(tmp_path, "[]", "--report-only")
+    assert status == 1, err
+    assert REFUSED.fullmatch(out.strip()), out
+    assert "(reported)" in err
+    assert "403" not in err  # served: the reconcile went on
+
+
+@pytest.mark.timeout(90)
+async def test_declared_permissions_leave_nothing_to_report(tmp_path: Path) -> None:
+    status, out, err = await check(tmp_path, '[Permission("pods", "list")]')
+    assert (status, out) == (0, ""), err
+    assert err.splitlines()[-1] == "kubereflector: no request was refused"
+
+
+@pytest.mark.timeout(90)
+async def test_a_failing_command_gives_its_status(tmp_path: Path) -> None:
+    status, out, _ = await check(tmp_path, '[Permission("pods", "list")]', exit_status=3)
+    assert (status, out) == (3, "")
