@@ -30,7 +30,8 @@ from .handlers import (
     enqueue_object,
     enqueue_owner,
 )
-from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
+from .leader_election import LeaderElection, LeaderElectionLostError
+from .manager import Manager, ManagerError
 from .manifests import DEFAULT_RESOURCES, Manifest, manifests
 from .options import ControllerOptions, InformerOptions
 from .owners import (
