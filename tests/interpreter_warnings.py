@@ -1,4 +1,5 @@
-"""Suite-wide settings that depend on the interpreter.
+"""A pytest plugin (``-p interpreter_warnings`` in pyproject's addopts): suite-wide
+warning filters that depend on the interpreter.
 
 Python 3.10's asyncio leaves an SSL transport for the garbage collector to close
 when a TLS connection is shut down by the peer mid-way (its ``_SSLProtocolTransport``
