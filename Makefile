@@ -16,7 +16,22 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
+# The compiled form (hatch_build.py; kubereflector/_compiled.py says what it is): the
+# wheel built with KUBEREFLECTOR_MYPYC=1 and installed, not editable, in a virtualenv of
+# its own, .venv-compiled/ (its tests import the installed package, never src/). It is
+# rebuilt when the source, pyproject.toml or hatch_build.py change, or MYPYC_MODULES:
+# `make test-compiled MYPYC_MODULES="cache/store.py cache/keys.py"` compiles those
+# modules instead of pyproject.toml's list (to measure a module's gain on its own).
+COMPILED_VENV ?= .venv-compiled
+CBIN := $(COMPILED_VENV)/bin
+COMPILED_STAMP := $(COMPILED_VENV)/.installed
+COMPILED_BENCH_STAMP := $(COMPILED_VENV)/.bench-installed
+COMPILED_WHEELS := $(COMPILED_VENV)/wheels
+MYPYC_MODULES ?=
+SOURCES := $(shell find src -name '*.py')
+
 .PHONY: test lint typecheck pytest docs fuzz test-all-pythons fault-campaign soak chaos bench demo models clean
+.PHONY: test-compiled bench-compiled FORCE
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,17 +44,51 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	touch $(BENCH_STAMP)
 
+# Rewritten only when MYPYC_MODULES changes, so that a new module set rebuilds the wheel.
+$(COMPILED_VENV)/.modules: FORCE
+	@mkdir -p $(COMPILED_VENV)
+	@echo '$(MYPYC_MODULES)' | cmp -s - $@ || echo '$(MYPYC_MODULES)' > $@
+
+$(COMPILED_STAMP): pyproject.toml hatch_build.py $(SOURCES) $(COMPILED_VENV)/.modules
+	$(PYTHON) -m venv $(COMPILED_VENV)
+	$(CBIN)/python -m pip install --quiet --upgrade pip
+	rm -rf $(COMPILED_WHEELS)
+	KUBEREFLECTOR_MYPYC=1 KUBEREFLECTOR_MYPYC_MODULES='$(MYPYC_MODULES)' \
+		$(CBIN)/python -m pip wheel --quiet --no-deps --wheel-dir $(COMPILED_WHEELS) .
+	$(CBIN)/python -m pip install --quiet --force-reinstall --no-deps $(COMPILED_WHEELS)/*.whl
+	$(CBIN)/python -m pip install --quiet "$$(ls $(COMPILED_WHEELS)/*.whl)[emulator,test,docs]"
+	rm -f $(COMPILED_BENCH_STAMP)
+	touch $(COMPILED_STAMP)
+
+$(COMPILED_BENCH_STAMP): $(COMPILED_STAMP)
+	$(CBIN)/python -m pip install --quiet "$$(ls $(COMPILED_WHEELS)/*.whl)[bench]"
+	touch $(COMPILED_BENCH_STAMP)
+
+# Says which form a virtualenv runs, and fails unless it is the compiled one.
+define check-compiled
+	@$(CBIN)/python -c 'import kubereflector as k; m = k.__compiled__; \
+		print("kubereflector", k.__version__, "compiled by mypyc:", ", ".join(m) or "nothing"); \
+		raise SystemExit(0 if m else "the compiled form has no compiled module")'
+endef
+
 test: lint typecheck docs pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples tools
-	$(BIN)/ruff format --check src tests benchmarks examples tools
+	$(BIN)/ruff check src tests benchmarks examples tools hatch_build.py
+	$(BIN)/ruff format --check src tests benchmarks examples tools hatch_build.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src tools
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q
+
+# The test suite against the compiled form (ruff, mypy and the docs do not depend on the
+# form: `make test` runs them). KUBEREFLECTOR_EXPECT_COMPILED makes
+# tests/unit/test_compiled.py check that the compiled modules are the ones imported.
+test-compiled: $(COMPILED_STAMP)
+	$(check-compiled)
+	KUBEREFLECTOR_EXPECT_COMPILED='$(MYPYC_MODULES)' $(CBIN)/pytest -q -p no:cacheprovider
 
 # The documentation site, built with --strict: a broken reference or link fails.
 docs: $(STAMP)
@@ -92,16 +141,27 @@ chaos: $(STAMP)
 # Benchmarks print tables with ratios against peers measured in the same run;
 # nothing in them is asserted by the tests. BENCH_KUBECONFIG=path also measures
 # informers.py's initial sync and memory against that cluster.
+# `make bench-compiled` runs the same scripts on the compiled form (.venv-compiled/), for
+# each figure's pure/compiled pair; with MYPYC_MODULES="cache/store.py", on that module
+# compiled alone. See docs/performance.md.
 BENCH_KUBECONFIG ?=
-bench: $(BENCH_STAMP)
+define run-benchmarks
 	@for script in benchmarks/[!_]*.py; do \
-		echo "== $$script"; \
+		echo "== $$script ($(2))"; \
 		if [ "$$script" = benchmarks/informers.py ] && [ -n "$(BENCH_KUBECONFIG)" ]; then \
-			$(BIN)/python $$script --kubeconfig "$(BENCH_KUBECONFIG)" || exit 1; \
+			$(1) $$script --kubeconfig "$(BENCH_KUBECONFIG)" || exit 1; \
 		else \
-			$(BIN)/python $$script || exit 1; \
+			$(1) $$script || exit 1; \
 		fi; \
 	done
+endef
+
+bench: $(BENCH_STAMP)
+	$(call run-benchmarks,$(BIN)/python,pure Python)
+
+bench-compiled: $(COMPILED_BENCH_STAMP)
+	$(check-compiled)
+	$(call run-benchmarks,$(CBIN)/python,compiled)
 
 # kubereflector.models and the emulator's built-in schemas, regenerated from a Kubernetes
 # OpenAPI v3 spec (a directory of api/v1.json, apis/<group>/<version>.json; see
@@ -121,4 +181,4 @@ fuzz: $(STAMP)
 	KUBEREFLECTOR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/fuzz -o timeout=0
 
 clean:
-	rm -rf $(VENV) .venv-3.* site .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-3.* $(COMPILED_VENV) site .mypy_cache .pytest_cache .ruff_cache

@@ -33,25 +33,28 @@ import contextlib
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
 
-from kubereflector import KubeObject
-from kubereflector.client import EventRecorder, ResourceClient, load_config
+from kubereflector.client import ResourceClient, load_config
 from kubereflector.clock import Clock
 from kubereflector.errors import NotFoundError
+from kubereflector.models import ConfigMap
 from kubereflector.runtime import (
     ControllerOptions,
     LeaderElection,
     LeaderElectionLostError,
     Manager,
+    OperationResult,
     Predicate,
     Request,
     Sharding,
     TerminalError,
+    create_or_update,
     finalizer,
+    is_controlled_by,
     label_selector,
     or_,
     remove_finalizer_patch,
+    set_controller_reference,
 )
 
 REPLICAS = "replicator.kubereflector.io/replicas"
@@ -61,7 +64,7 @@ FINALIZER = "replicator.kubereflector.io/cleanup"
 logger = logging.getLogger("configmap-replicator")
 
 
-def replicas_of(parent: KubeObject) -> int | None:
+def replicas_of(parent: ConfigMap) -> int | None:
     """N from the label (``None`` without it); a bad value is a TerminalError:
     retrying cannot fix it, a new label value queues the parent again."""
     value = parent["metadata"].get("labels", {}).get(REPLICAS)
@@ -72,38 +75,8 @@ def replicas_of(parent: KubeObject) -> int | None:
     return int(value)
 
 
-def copy_of(parent: KubeObject, i: int) -> dict[str, Any]:
-    meta = parent["metadata"]
-    owner = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": f"{meta['name']}-{i}",
-            "namespace": meta["namespace"],
-            "labels": {PARENT: meta["name"]},
-            "ownerReferences": [owner],
-        },
-        "data": dict(parent.get("data") or {}),
-    }
-
-
-def owned_by(obj: KubeObject, parent: KubeObject) -> bool:
-    uid = parent["metadata"]["uid"]
-    refs = obj["metadata"].get("ownerReferences") or []
-    return any(ref.get("controller") and ref.get("uid") == uid for ref in refs)
-
-
 def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
-    """The operator's Manager. Call it in a coroutine, on the loop the manager will
-    run on (its EventRecorder sends from that loop)."""
+    """The operator's Manager (make it anywhere: it needs no event loop yet)."""
     election = None
     if args.leader_elect:
         election = LeaderElection(args.lease_name, namespace=args.lease_namespace)
@@ -121,43 +94,43 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
         health_port=args.health_port or None,
         clock=clock,
     )
-    events = EventRecorder(manager.client, "configmap-replicator")
+    events = manager.event_recorder("configmap-replicator")
     has_finalizer = Predicate.from_filter(
         lambda cm: FINALIZER in (cm or {}).get("metadata", {}).get("finalizers", ())
     )
 
-    async def replicate(api: ResourceClient, parent: KubeObject, n: int) -> None:
-        cache = manager.lister_for("configmaps").namespaced(parent["metadata"]["namespace"])
+    async def replicate(api: ResourceClient[ConfigMap], parent: ConfigMap, n: int) -> None:
+        cache = manager.lister_for(ConfigMap).namespaced(parent["metadata"]["namespace"])
         changed = 0
         for i in range(n):
-            want = copy_of(parent, i)
-            have = cache.get(want["metadata"]["name"])
-            if have is None:
-                await api.create(want)
-            elif not owned_by(have, parent):
-                raise RuntimeError(f"{want['metadata']['name']} exists and is not a copy")
-            elif have.get("data") != want["data"] or have["metadata"].get("labels") != {
-                PARENT: parent["metadata"]["name"]
-            }:
-                want["metadata"]["resourceVersion"] = have["metadata"]["resourceVersion"]
-                await api.update(want)  # a stale cache gets a 409: retried with backoff
-            else:
-                continue
-            changed += 1
+
+            def copy(cm: ConfigMap) -> None:
+                if "uid" in cm["metadata"] and not is_controlled_by(cm, parent):
+                    raise RuntimeError(f"{cm['metadata']['name']} exists and is not a copy")
+                set_controller_reference(parent, cm)
+                cm["metadata"]["labels"] = {PARENT: parent["metadata"]["name"]}
+                cm["data"] = dict(parent.get("data") or {})
+
+            name, namespace = f"{parent['metadata']['name']}-{i}", parent["metadata"]["namespace"]
+            wanted: ConfigMap = {"metadata": {"name": name, "namespace": namespace}}
+            result, _ = await create_or_update(api, wanted, copy, cache=cache)
+            changed += result is not OperationResult.NONE  # a stale cache: a 409, retried
         changed += await delete_copies(api, parent, keep=n)
         if changed:
             message = f"{n} copies in sync ({changed} created, updated or deleted)"
             events.record(parent, "Normal", "Replicated", message)
 
-    async def delete_copies(api: ResourceClient, parent: KubeObject, keep: int = 0) -> int:
-        """Delete the parent's copies numbered ``keep`` and above (read from the API
+    async def delete_copies(
+        api: ResourceClient[ConfigMap], parent: ConfigMap, keep: int = 0
+    ) -> int:
+        """Delete the parent's copies numbered ``keep`` and above (listed from the API
         server, not the cache: a copy created a moment ago must not survive)."""
         name = parent["metadata"]["name"]
         copies = (await api.list(label_selector=f"{PARENT}={name}")).items
         wanted = {f"{name}-{i}" for i in range(keep)}
         deleted = 0
         for copy in copies:
-            if owned_by(copy, parent) and copy["metadata"]["name"] not in wanted:
+            if is_controlled_by(copy, parent) and copy["metadata"]["name"] not in wanted:
                 with contextlib.suppress(NotFoundError):  # deleted meanwhile: fine
                     await api.delete(copy["metadata"]["name"])
                 deleted += 1
@@ -170,11 +143,10 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
         options=ControllerOptions(max_concurrent_reconciles=args.concurrency),
     )
     async def reconcile(request: Request) -> None:
-        cache = manager.lister_for("configmaps").namespaced(request.namespace)
-        parent = cache.get(request.name)
+        parent = manager.lister_for(ConfigMap).namespaced(request.namespace).get(request.name)
         if parent is None or PARENT in parent["metadata"].get("labels", {}):
             return None  # gone (its finalizer ran), or a copy
-        api = manager.client.resource("configmaps", namespace=request.namespace)
+        api = manager.client.resource(ConfigMap, namespace=request.namespace)
         try:
             n = replicas_of(parent)
         except TerminalError as err:
@@ -187,10 +159,10 @@ def build(args: argparse.Namespace, *, clock: Clock | None = None) -> Manager:
                 await api.patch(request.name, patch, type="json")
             return None
 
-        async def apply(cm: KubeObject) -> None:
+        async def apply(cm: ConfigMap) -> None:
             await replicate(api, cm, n)
 
-        async def cleanup(cm: KubeObject) -> None:
+        async def cleanup(cm: ConfigMap) -> None:
             await delete_copies(api, cm)
 
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._compiled import compiled_modules as _compiled_modules
 from ._version import __version__
 
 # -- backoff.py --
@@ -194,6 +195,11 @@ from .selectors import (
     label_selector_from_dict,
 )
 
+__compiled__: tuple[str, ...] = _compiled_modules()
+"""The modules of this installation compiled by mypyc (``KUBEREFLECTOR_MYPYC=1 pip
+install .``), e.g. ``("kubereflector.cache.store", ...)``; ``()`` when it is pure
+Python (the default). Both forms behave the same."""
+
 _FACTORY_NAMES = frozenset(
     {
         "FactoryShutdownError",
@@ -331,6 +337,7 @@ __all__ = [
     "WatchStalledError",
     "WatchStream",
     "WrapListerWatcherFunc",
+    "__compiled__",
     "__version__",
     "compose",
     "decode_compact",

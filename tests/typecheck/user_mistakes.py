@@ -25,7 +25,7 @@ from kubereflector import (
 from kubereflector.client import Client, ResourceClient, SyncClient, SyncResourceClient, load_config
 from kubereflector.models import Deployment, ObjectMeta, Pod
 from kubereflector.models.crd import ListType, PrinterColumn, Rule, custom_resource
-from kubereflector.runtime import AdmissionRequest, Manager
+from kubereflector.runtime import AdmissionRequest, Manager, apply, finalizer, set_condition
 from kubereflector.testing import FakeControllerSource
 
 
@@ -224,3 +224,13 @@ def webhooks_typed_wrong(manager: Manager) -> None:
         return {"spec": {}}
 
     manager.converter(Pod, Gadget, to_hub=to_hub, from_hub=from_hub)  # E: Argument "to_hub"
+
+
+async def operator_helpers(api: ResourceClient[Deployment], deployment: Deployment) -> None:
+    set_condition(deployment, "Ready", "Yes", reason="Fine")  # E: Argument 3 to "set_condition"
+    await apply(api, deployment, force="yes")  # E: Argument "force" to "apply"
+
+    async def on_pod(pod: Pod) -> None:
+        print(pod)
+
+    await finalizer(api, "x", deployment, apply=on_pod, cleanup=on_pod)  # E: Argument "apply"

@@ -53,12 +53,24 @@ def loaded_package_modules() -> Iterator[types.ModuleType]:
             yield module
 
 
+def source_file(module: types.ModuleType) -> Path | None:
+    """The module's ``.py`` file: its ``__file__``, or for a module compiled by mypyc
+    (``__file__`` is the extension module) the source installed beside it."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        return None
+    path = Path(file)
+    if path.suffix != ".py":
+        path = path.with_name(f"{module.__name__.rpartition('.')[2]}.py")
+    return path if path.is_file() else None
+
+
 def names_assigned_at_top_level(module: types.ModuleType) -> set[str]:
     """Names a module defines itself (assignments, defs, classes), not imports."""
-    file = getattr(module, "__file__", None)
-    if not file or not file.endswith(".py"):
+    file = source_file(module)
+    if file is None:
         return set()
-    tree = ast.parse(Path(file).read_text(encoding="utf-8"))
+    tree = ast.parse(file.read_text(encoding="utf-8"))
     names: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

@@ -29,8 +29,10 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Sized
+from typing import Generic, TypeVar
+
+from .._compiled import mypyc_attr
 
 __all__ = [
     "BlockingQueue",
@@ -45,12 +47,15 @@ __all__ = [
 
 _A = TypeVar("_A")
 _R = TypeVar("_R")
+_Items = TypeVar("_Items", bound=Sized)
 
 
+@mypyc_attr(native_class=False)
 class QueueClosed(Exception):
     """The queue was closed and holds nothing more to pop."""
 
 
+@mypyc_attr(native_class=False)
 class QueueEmpty(Exception):
     """``pop_nowait`` found nothing to pop (and the queue is still open)."""
 
@@ -85,6 +90,7 @@ class ThreadWaiter:
         return self._lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout))
 
 
+@mypyc_attr(native_class=False)
 class Waiters(deque["asyncio.Future[None] | ThreadWaiter"]):
     """Futures of the coroutines, and the threads, parked in ``pop``, oldest first.
 
@@ -234,17 +240,18 @@ def pop_nowait(
     raise QueueEmpty("the queue is empty")
 
 
-class BlockingQueue(Generic[_R]):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class BlockingQueue(Generic[_R, _Items]):
     """What the three queues share: one ``RLock``, the parked pops, and closing.
 
-    A subclass keeps what can be popped in ``_items`` (any sized container,
+    A subclass keeps what can be popped in ``_items`` (an ``_Items`` container,
     truthy when a pop can proceed), wakes ``_waiters`` as the protocol above says,
     and implements ``_pop_locked(process)``, called with the lock held.
     """
 
     __slots__ = ("__weakref__", "_closed", "_lock", "_waiters")
 
-    _items: Any
+    _items: _Items
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

@@ -28,6 +28,7 @@ from typing import Any, Generic
 from typing_extensions import NamedTuple
 
 from .._aio.wakeup import BlockingQueue
+from .._compiled import mypyc_attr
 from .keys import DeletedFinalStateUnknown, KeyFunc, KeyFuncError, T, meta_namespace_key_func
 from .store import KeyListerGetter
 
@@ -101,6 +102,7 @@ class ReplacedAllInfo(NamedTuple, Generic[T]):
     objects: list[T]
 
 
+@mypyc_attr(native_class=False)
 class Deltas(list[Delta[T]], Generic[T]):
     """The changes to one object, oldest first (a ``list`` of :class:`Delta`)."""
 
@@ -134,7 +136,8 @@ def _object_key(key_func: KeyFunc, obj: Any) -> str:
     return key_func(obj)
 
 
-class DeltaFIFO(BlockingQueue[Deltas[T]]):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class DeltaFIFO(BlockingQueue[Deltas[T], OrderedDict[str, Deltas[T]]]):
     """A producer-consumer queue of :class:`Deltas`, one per object key
     (``DeltaFIFO[T]`` queues objects of type ``T``; its pops return ``Deltas[T]``).
 
@@ -180,7 +183,7 @@ class DeltaFIFO(BlockingQueue[Deltas[T]]):
         self._transformer = transformer
         super().__init__()
         # Key -> its Deltas, in first-queued order (OrderedDict pops its front in O(1)).
-        self._items: OrderedDict[str, Deltas[T]] = OrderedDict()
+        self._items = OrderedDict()
         # True once the first replace ran, or an add/update/delete came before it.
         self._populated = False
         # Keys queued by the first replace that have not been popped yet.

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, Generic, cast
 
 from .._aio.wakeup import BlockingQueue, pop_blocking, pop_nowait
+from .._compiled import mypyc_attr
 from .delta_fifo import Delta, Deltas, DeltaType, ReplacedAllInfo, TransformFunc, _object_key
 from .keys import DeletedFinalStateUnknown, KeyFunc, T, meta_namespace_key_func
 from .store import KeyListerGetter
@@ -40,7 +41,8 @@ _DEFAULT_BATCH_SIZE = 1000
 """client-go's default upper bound on a RealFIFO batch."""
 
 
-class FIFO(BlockingQueue[T], Generic[T]):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class FIFO(BlockingQueue[T, OrderedDict[str, T]], Generic[T]):
     """A queue holding the latest object of each key, popped in first-queued order
     (``FIFO[T]`` holds objects of type ``T``; its pops return a ``T``).
 
@@ -59,7 +61,7 @@ class FIFO(BlockingQueue[T], Generic[T]):
     def __init__(self, key_func: KeyFunc = meta_namespace_key_func) -> None:
         self._key_func = key_func
         super().__init__()
-        self._items: OrderedDict[str, T] = OrderedDict()
+        self._items = OrderedDict()
         self._populated = False
         # Keys of the first replace not yet popped (nor deleted, nor replaced away).
         self._initial_keys: set[str] = set()
@@ -152,7 +154,8 @@ class FIFO(BlockingQueue[T], Generic[T]):
         return f"<FIFO items={len(self._items)} closed={self._closed}>"
 
 
-class RealFIFO(BlockingQueue[Deltas[T]], Generic[T]):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class RealFIFO(BlockingQueue[Deltas[T], deque[Delta[T]]], Generic[T]):
     """A queue of every event, in arrival order (client-go's ``RealFIFO``);
     ``RealFIFO[T]`` queues objects of type ``T`` and pops ``Deltas[T]``.
 
@@ -223,7 +226,7 @@ class RealFIFO(BlockingQueue[Deltas[T]], Generic[T]):
         self._transformer = transformer
         self._atomic = atomic
         super().__init__()
-        self._items: deque[Delta[T]] = deque()
+        self._items = deque()
         # The key of each queued delta, in step with _items (computed once, on entry);
         # None for a ReplacedAll or SyncAll delta (it has no key, and is never batched).
         self._keys: deque[str | None] = deque()

@@ -13,11 +13,12 @@ content (it may be a Secret): they name the kind and whatever identity is known.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, cast, overload
+from typing import Any, TypeAlias, cast, overload
 
 from typing_extensions import TypeVar
 
+from .._compiled import mypyc_attr
+from ._tombstone import DeletedFinalStateUnknown
 from .compact import CompactMetadata, CompactObject, _compact_identity, _compact_resource_version
 
 __all__ = [
@@ -73,31 +74,16 @@ KeyFunc = Callable[[Any], str]
 """Maps an object to its store key. Must be deterministic and thread-safe."""
 
 
+@mypyc_attr(native_class=False)
 class KeyFuncError(ValueError):
     """A key could not be computed for an object (it lacks the field named in the message)."""
 
 
+@mypyc_attr(native_class=False)
 class ExplicitKey(str):
     """A string that is its own key: key funcs return it unchanged."""
 
     __slots__ = ()
-
-
-# Not slots=True: a frozen dataclass recreated with slots cannot be instantiated
-# through its generic alias (``DeletedFinalStateUnknown[Pod](key, pod)`` raises
-# TypeError on Python 3.10 and 3.11). Tombstones are rare; the __dict__ costs nothing.
-@dataclass(frozen=True)
-class DeletedFinalStateUnknown(Generic[T_co]):
-    """Tombstone for an object whose delete was missed (seen only through a relist).
-
-    ``obj`` is the last state the cache knew, possibly stale, or ``None`` if
-    nothing was known. ``key`` is the object's key; key funcs of this package
-    return it as the tombstone's own key. Handlers get one in ``on_delete`` in
-    place of the object: ``DeletedFinalStateUnknown[T]`` wraps a ``T``.
-    """
-
-    key: str
-    obj: T_co | None
 
 
 def _describe(obj: Any) -> str:

@@ -266,6 +266,11 @@ class ReflectorStats:
     events: int
     """Watch events received, bookmarks included."""
     last_sync_resource_version: str
+    last_heard_at: float | None = None
+    """The Reflector clock's time the server was last heard from (a watch event or
+    bookmark, a completed list, a watch opened; ``None``: never). Events are noticed
+    by the snapshots: its resolution is the time between two :meth:`Reflector.stats`
+    calls (nothing is timed on the watch path)."""
 
 
 class Reflector:
@@ -336,6 +341,8 @@ class Reflector:
         self._watch_restarts = 0
         self._stalls = 0
         self._events = 0
+        self._heard_at: float | None = None  # see ReflectorStats.last_heard_at
+        self._heard_events = 0
 
     # -- public ---------------------------------------------------------------
 
@@ -375,6 +382,10 @@ class Reflector:
     def stats(self) -> ReflectorStats:
         """A snapshot of the counters since this Reflector was created (lists, relists,
         watches, restarts, stalls, ...). Any thread."""
+        events = self._events
+        if events != self._heard_events:
+            self._heard_events = events
+            self._heard_at = self.clock.now()
         return ReflectorStats(
             lists=self._lists,
             relists=max(0, self._lists - 1),
@@ -383,6 +394,7 @@ class Reflector:
             stalls=self._stalls,
             events=self._events,
             last_sync_resource_version=self._position.rv,
+            last_heard_at=self._heard_at,
         )
 
     async def run(self) -> None:
@@ -584,6 +596,7 @@ class Reflector:
         The stream is closed before this returns, also on cancellation.
         """
         self._watches += 1
+        self._heard_at = self.clock.now()
         idle_timeout = self._options.idle_timeout
         wait_changed = getattr(self._lw, "wait_changed", None)
         consumer = asyncio.create_task(self._consume(options, synced))
@@ -842,6 +855,7 @@ class Reflector:
     def _replaced(self, rv: str) -> None:
         """A full sync (list or watch-list) handed the store its state at ``rv``."""
         self._lists += 1
+        self._heard_at = self.clock.now()
         self._position.replaced(rv)
         self._tell_store(rv)
 

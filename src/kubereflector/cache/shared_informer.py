@@ -31,7 +31,8 @@ from typing import Any, Generic, Literal
 from ..backoff import Backoff
 from ..clock import Clock, RealClock
 from ._deltas import apply_deltas
-from ._listener import Listener, Notification
+from ._listener import ADD, UPDATE, Listener, Notification
+from ._mutation_detector import CacheMutationDetector, mutation_detector_enabled
 from ._processor import Processor, determine_resync_period
 from ._synced import SyncSignal
 from .compact import ObjectMode, _check_object_mode, _compact_transform
@@ -104,6 +105,12 @@ class InformerStats:
     """The informer clock's ``now()`` when the last delta was applied (``None``: never)."""
     last_sync_resource_version: str
     handlers: tuple[HandlerStats, ...]
+    watch_silence: float | None = None
+    """Seconds since the Reflector last heard from the server (a watch event or
+    bookmark, a list, a watch opened; ``None``: never, or not started): a watch that
+    stays silent well past the Reflector's ``idle_timeout`` is stuck. Events are
+    noticed by the snapshots, so its resolution is the time between two ``stats()``
+    calls (nothing is timed on the watch path)."""
 
     @property
     def pending(self) -> int:
@@ -256,6 +263,7 @@ class SharedIndexInformer(Generic[T]):
         self._lister: Lister[T] | None = None
         self._deltas = 0
         self._last_event_at: float | None = None
+        self._mutations = CacheMutationDetector(self._name) if mutation_detector_enabled() else None
 
     @property
     def reflector_options(self) -> ReflectorOptions:
@@ -428,9 +436,12 @@ class SharedIndexInformer(Generic[T]):
     def stats(self) -> InformerStats:
         """A snapshot of the informer's counters. Thread-safe."""
         controller = self._controller
+        silence = None
         if controller is not None:
             r = controller.reflector.stats()
             counters = (r.events, r.lists, r.relists, r.watches, r.watch_restarts, r.stalls)
+            if r.last_heard_at is not None:
+                silence = max(0.0, self._clock.now() - r.last_heard_at)
             queue: Any = controller.queue
             queued = len(queue) if hasattr(queue, "__len__") else 0
         else:
@@ -460,6 +471,7 @@ class SharedIndexInformer(Generic[T]):
             last_event_at=self._last_event_at,
             last_sync_resource_version=self.last_sync_resource_version(),
             handlers=handlers,
+            watch_silence=silence,
         )
 
     # -- running ------------------------------------------------------------------------
@@ -503,6 +515,8 @@ class SharedIndexInformer(Generic[T]):
         try:
             await controller.run()
         finally:
+            if self._mutations is not None:
+                self._mutations.log()
             with self._started_lock:
                 self._stopped = True
             try:
@@ -529,6 +543,8 @@ class SharedIndexInformer(Generic[T]):
             initial_adds = apply_deltas(
                 self._indexer, deltas, is_in_initial_list, notifications, self._name
             )
+            if self._mutations is not None:
+                _remember(self._mutations, notifications)
             self._deltas += len(notifications)
             bulk = deltas[0].type is _REPLACED_ALL  # always alone in its batch
             self._processor.distribute(notifications, initial_adds, bulk=bulk)
@@ -539,6 +555,15 @@ class SharedIndexInformer(Generic[T]):
             f"<SharedIndexInformer {self._name} {state} objects={len(self._indexer)} "
             f"handlers={len(self._registrations)} synced={self.has_synced()}>"
         )
+
+
+def _remember(detector: CacheMutationDetector, notifications: list[Notification]) -> None:
+    """Give the mutation detector the objects the notifications put in the cache."""
+    for kind, obj, new in notifications:
+        if kind == ADD:
+            detector.add_object(obj)
+        elif kind == UPDATE:
+            detector.add_object(new)
 
 
 # -- waiting for caches ----------------------------------------------------------------

@@ -18,14 +18,25 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Generic, Protocol, TypeAlias, runtime_checkable
+from collections.abc import Iterable, Mapping
+from typing import Any, Generic
 
+from .._compiled import caused_by, mypyc_attr
+from ._store_protocols import (
+    Indexer,
+    Indexers,
+    IndexFunc,
+    KeyListerGetter,
+    ReflectorStore,
+    ResourceVersionUpdater,
+    Store,
+    WatchChange,
+    WatchChangeWriter,
+)
 from .keys import (
     DeletedFinalStateUnknown,
     KeyFunc,
     T,
-    T_co,
     deletion_handling_meta_namespace_key_func,
     get_namespace,
 )
@@ -50,14 +61,6 @@ __all__ = [
     "new_store",
 ]
 
-IndexFunc: TypeAlias = Callable[[T], list[str]]
-"""Maps an object to the values it is indexed under (possibly none). Must be pure.
-``IndexFunc[T]`` indexes objects of type ``T``; plain ``IndexFunc``, a
-:data:`~kubereflector.KubeObject`."""
-
-Indexers: TypeAlias = dict[str, IndexFunc[T]]
-"""Index name -> index function (``Indexers[T]``: of objects of type ``T``)."""
-
 NAMESPACE_INDEX = "namespace"
 """Conventional name of the index built by :func:`meta_namespace_index_func`."""
 
@@ -70,77 +73,14 @@ def meta_namespace_index_func(obj: Any) -> list[str]:
     return [get_namespace(obj) or ""]
 
 
+@mypyc_attr(native_class=False)
 class UnknownIndexError(LookupError):
     """An index name was used that no indexer was registered for."""
 
 
+@mypyc_attr(native_class=False)
 class IndexFuncError(ValueError):
     """An index function raised; the store was left unchanged."""
-
-
-@runtime_checkable
-class KeyListerGetter(Protocol[T_co]):
-    """What a queue needs to know about its consumer's objects (``known_objects``):
-    the keys it holds, and the object under a key (``None``: none)."""
-
-    def list_keys(self) -> list[str]:
-        """Every key held (a new list)."""
-        ...
-
-    def get_by_key(self, key: str) -> T_co | None:
-        """The object under ``key``, or ``None``."""
-        ...
-
-
-@runtime_checkable
-class ReflectorStore(Protocol[T]):
-    """The five methods a Reflector writes through (client-go's ``ReflectorStore``).
-
-    ``add``/``update``/``delete`` record one change of an object; ``replace``
-    swaps the whole content for ``items`` (a relist) at ``resource_version``;
-    ``resync`` re-delivers what is held (a no-op for a plain cache).
-    """
-
-    def add(self, obj: T) -> None:
-        """Record that ``obj`` was added."""
-        ...
-
-    def update(self, obj: T) -> None:
-        """Record that ``obj`` changed."""
-        ...
-
-    def delete(self, obj: T) -> None:
-        """Record that ``obj`` was deleted (its last known state)."""
-        ...
-
-    def replace(self, items: list[T], resource_version: str) -> None:
-        """Make ``items`` the whole content, listed at ``resource_version``."""
-        ...
-
-    def resync(self) -> None:
-        """Re-deliver what is held (a periodic resync)."""
-        ...
-
-
-WatchChange = tuple[str, Any]
-"""A change a watch event makes: ``(type, object)``, the type ``ADDED``,
-``MODIFIED`` or ``DELETED``."""
-
-
-@runtime_checkable
-class WatchChangeWriter(Protocol):
-    """Optional: a store that takes a watch's changes a batch at a time (the
-    Reflector then makes one call per batch instead of one per event)."""
-
-    def apply_watch_changes(
-        self, changes: list[WatchChange]
-    ) -> list[tuple[WatchChange, Exception]]:
-        """Apply ``changes`` in order, each as ``add`` (ADDED), ``update``
-        (MODIFIED) or ``delete`` (DELETED) would; a change that cannot be applied
-        is skipped, the others are applied all the same. Returns the skipped
-        changes with their errors (for the caller to report). Does not raise for
-        one bad change; takes ownership of ``changes``."""
-        ...
 
 
 def _apply_one_by_one(
@@ -158,77 +98,11 @@ def _apply_one_by_one(
     return failed
 
 
-@runtime_checkable
-class ResourceVersionUpdater(Protocol):
-    """Optional: a store that wants every resourceVersion the Reflector syncs to,
-    bookmarks included."""
-
-    def update_resource_version(self, resource_version: str) -> None:
-        """Record the resourceVersion synced to."""
-        ...
-
-
-@runtime_checkable
-class Store(ReflectorStore[T], KeyListerGetter[T], Protocol[T]):
-    """A keyed collection of objects of type ``T`` (client-go's ``Store``).
-
-    ``get`` (by the key of ``obj``) and ``get_by_key`` return the stored object,
-    or ``None`` if absent; ``list`` returns every stored object. Objects returned
-    are the store's own: treat them as immutable.
-    """
-
-    def list(self) -> list[T]:
-        """Every stored object (a new list)."""
-        ...
-
-    def get(self, obj: T) -> T | None:
-        """The stored object with ``obj``'s key, or ``None``."""
-        ...
-
-    def last_store_sync_resource_version(self) -> str:
-        """The resourceVersion of the last ``replace`` (``""`` before one)."""
-        ...
-
-
-@runtime_checkable
-class Indexer(Store[T], Protocol[T]):
-    """A Store with named secondary indexes (client-go's ``Indexer``).
-
-    ``index`` returns the objects sharing an indexed value with ``obj``,
-    ``by_index`` those indexed under one value, ``index_keys`` their keys.
-    Every method raises :class:`UnknownIndexError` for an index name that was never added.
-    """
-
-    def index(self, index_name: str, obj: T) -> list[T]:
-        """The objects sharing at least one of ``obj``'s values in the index."""
-        ...
-
-    def index_keys(self, index_name: str, indexed_value: str) -> list[str]:
-        """The keys of the objects indexed under ``indexed_value``."""
-        ...
-
-    def list_index_func_values(self, index_name: str) -> list[str]:
-        """Every value at least one object is indexed under."""
-        ...
-
-    def by_index(self, index_name: str, indexed_value: str) -> list[T]:
-        """The objects indexed under ``indexed_value``."""
-        ...
-
-    def get_indexers(self) -> Indexers[T]:
-        """The index functions, by index name (a copy)."""
-        ...
-
-    def add_indexers(self, indexers: Indexers[T]) -> None:
-        """Add indexes (objects held are indexed at once); a name already
-        added raises ``ValueError``."""
-        ...
-
-
 # Per index name: indexed value -> keys of the objects with that value.
 _Index = dict[str, set[str]]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ThreadSafeStore(Generic[T]):
     """Objects of type ``T`` by explicit key, with indexes kept exact on every write.
 
@@ -373,9 +247,9 @@ class ThreadSafeStore(Generic[T]):
             return self._indexers[index_name]
         except KeyError:
             known = ", ".join(map(repr, sorted(self._indexers))) or "none"
-            raise UnknownIndexError(
-                f"index {index_name!r} does not exist (indexes: {known})"
-            ) from None
+            raise caused_by(  # noqa: B904 (the cause is set: mypyc drops `from`)
+                UnknownIndexError(f"index {index_name!r} does not exist (indexes: {known})"), None
+            )
 
     @staticmethod
     def _call_index_func(
@@ -385,7 +259,9 @@ class ThreadSafeStore(Generic[T]):
             return func(obj)
         except Exception as err:
             what = f"object {key!r}" if key is not None else "the object"
-            raise IndexFuncError(f"index function {name!r} failed on {what}: {err}") from err
+            raise caused_by(  # noqa: B904 (the cause is set: mypyc drops `from`)
+                IndexFuncError(f"index function {name!r} failed on {what}: {err}"), err
+            )
 
     def _index_changes(
         self, key: str, old: T | None, new: T | None
@@ -435,6 +311,7 @@ class ThreadSafeStore(Generic[T]):
         return indices
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Cache(Generic[T]):
     """A :class:`ThreadSafeStore` keyed by a key function: implements :class:`Indexer`
     of ``T`` (``Cache`` alone holds :data:`~kubereflector.KubeObject` objects).

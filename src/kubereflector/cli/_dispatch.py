@@ -13,6 +13,8 @@ import traceback
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TextIO
 
+from .._compiled import compiled_modules
+from .._version import __version__
 from ..clock import Clock, RealClock
 from . import _crd, _demo, _emulator, _get, _manifests, _watch
 from ._context import CommandContext
@@ -23,12 +25,25 @@ from ._target import target_arguments
 __all__ = ["amain"]
 
 
+def _version_line() -> str:
+    """``kubereflector 0.1.0 (pure Python)``, or ``(compiled by mypyc: 8 modules)``."""
+    compiled = compiled_modules()
+    form = f"compiled by mypyc: {len(compiled)} modules" if compiled else "pure Python"
+    return f"{PROG} {__version__} ({form})"
+
+
 def _build_parser(ctx: CommandContext) -> Parser:
     parser = Parser(
         prog=PROG,
         description="Informers, caches and list-and-watch from the command line.",
     )
     parser.add_argument("--debug", action="store_true", help="tracebacks and debug logging")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=_version_line(),
+        help="the version, and whether this installation is compiled by mypyc",
+    )
     # On each subcommand too; SUPPRESS keeps a --debug given before the subcommand.
     debug = Parser(add_help=False)
     debug.add_argument(

@@ -16,6 +16,7 @@ from .resource import (
     PatchType,
     PropagationPolicy,
     ResourceClient,
+    WriteObserver,
 )
 from .rest import Client, JsonValue, RequestMetrics
 from .retry import (
@@ -56,6 +57,7 @@ __all__ = [
     "SyncResourceClient",
     "TokenFileAuth",
     "UnknownResourceError",
+    "WriteObserver",
     "in_cluster_config",
     "load_config",
     "retry_on_conflict",

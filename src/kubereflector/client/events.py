@@ -182,6 +182,8 @@ class EventRecorder:
     :meth:`flush_blocking` called from any thread but the client's loop thread.
     """
 
+    _loop: asyncio.AbstractEventLoop | None
+
     def __init__(
         self,
         client: Client | SyncClient,
@@ -192,20 +194,53 @@ class EventRecorder:
     ) -> None:
         if not isinstance(component, str) or not component:
             raise ValueError("component (the reportingController) must be a non-empty string")
+        loop: asyncio.AbstractEventLoop
         if isinstance(client, SyncClient):
-            self._client = client.client
-            self._loop = client.loop
+            async_client, loop = client.client, client.loop
         elif isinstance(client, Client):
             try:
-                self._loop = asyncio.get_running_loop()
+                loop = asyncio.get_running_loop()
             except RuntimeError:
                 raise RuntimeError(
                     "an EventRecorder with an async Client must be created in a coroutine "
-                    "(it sends from that event loop); from plain threads, pass a SyncClient"
+                    "(it sends from that event loop); from plain threads, pass a SyncClient "
+                    "(a Manager's event_recorder(name) works anywhere)"
                 ) from None
-            self._client = client
+            async_client = client
         else:
             raise TypeError(f"EventRecorder needs a Client or a SyncClient, not {type(client)}")
+        self._setup(async_client, loop, component, reporting_instance, clock)
+
+    @classmethod
+    def _bound_later(
+        cls, client: Client, component: str, *, clock: Clock | None = None
+    ) -> EventRecorder:
+        """A recorder whose event loop is given later (:meth:`_bind`): what it records
+        meanwhile waits. For a Manager, which has no loop before it runs."""
+        recorder = cls.__new__(cls)
+        recorder._setup(client, None, component, None, clock)
+        return recorder
+
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Send from ``loop`` from now on (what waits is sent at once)."""
+        self._loop = loop
+        with self._lock:
+            waiting = bool(self._queue)
+        if waiting:
+            self._wake()
+
+    def _setup(
+        self,
+        client: Client,
+        loop: asyncio.AbstractEventLoop | None,
+        component: str,
+        reporting_instance: str | None,
+        clock: Clock | None,
+    ) -> None:
+        if not isinstance(component, str) or not component:
+            raise ValueError("component (the reportingController) must be a non-empty string")
+        self._client = client
+        self._loop = loop
         self.component = component
         self.reporting_instance = reporting_instance or f"{component}-{socket.gethostname()}"
         self._clock: Clock = clock if clock is not None else RealClock()
@@ -352,12 +387,15 @@ class EventRecorder:
 
     def _wake(self) -> None:
         """Make sure the sending task runs (from any thread)."""
+        if self._loop is None:
+            return  # not bound yet (a Manager's before it runs): sent once bound
         if not call_in_loop(self._loop, self._kick):
             logger.debug("the event loop of the EventRecorder is closed: events stay unsent")
 
     # -- sending (on the loop) ----------------------------------------------------------
 
     def _kick(self) -> None:
+        assert self._loop is not None
         if self._worker is None or self._worker.done():
             self._worker = self._loop.create_task(self._run(), name="kubereflector events")
         elif self._kicked is not None:
@@ -495,31 +533,41 @@ class EventRecorder:
 
     async def _flushed(self) -> None:
         while self._busy():
-            waiter = self._loop.create_future()
+            waiter = asyncio.get_running_loop().create_future()
             self._idle_waiters.append(waiter)
             self._kick()
             await waiter
 
     async def flush(self) -> None:
         """Wait until every write recorded so far that the rate limit allows now has
-        been sent (or given up on). Await on any event loop."""
-        if asyncio.get_running_loop() is self._loop:
+        been sent (or given up on). Await on any event loop. Raises ``RuntimeError`` for
+        a Manager's recorder with Events to send before the manager runs."""
+        loop = self._bound_loop()
+        if asyncio.get_running_loop() is loop:
             await self._flushed()
             return
-        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._flushed(), self._loop))
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._flushed(), loop))
 
     def flush_blocking(self, timeout: float | None = None) -> bool:
         """:meth:`flush` from a plain thread: ``False`` if ``timeout`` seconds passed
         first. Raises ``RuntimeError`` on the client's loop thread."""
-        if running_loop() is self._loop:
+        loop = self._bound_loop()
+        if running_loop() is loop:
             raise RuntimeError("flush_blocking() would deadlock on the recorder's own loop")
-        future = asyncio.run_coroutine_threadsafe(self._flushed(), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._flushed(), loop)
         try:
             future.result(timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
             return False
         return True
+
+    def _bound_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise RuntimeError(
+                "this EventRecorder sends from its Manager's event loop, which does not run yet"
+            )
+        return self._loop
 
     def __repr__(self) -> str:
         return f"<EventRecorder {self.component} series={len(self._series)}>"

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Protocol, cast
 
 from ..cache.compact import ObjectMode, _check_object_mode
 from ..cache.keys import KubeObject, ModelT
@@ -32,12 +33,15 @@ from .paths import validate_name, validate_namespace
 if TYPE_CHECKING:
     from .rest import Client
 
+logger = logging.getLogger("kubereflector.client.resource")
+
 __all__ = [
     "APPLY_PATCH_CONTENT_TYPE",
     "PATCH_CONTENT_TYPES",
     "PatchType",
     "PropagationPolicy",
     "ResourceClient",
+    "WriteObserver",
 ]
 
 PatchType = Literal["merge", "json", "strategic"]
@@ -56,6 +60,25 @@ PATCH_CONTENT_TYPES: Final[Mapping[str, str]] = {
 
 APPLY_PATCH_CONTENT_TYPE: Final = "application/apply-patch+yaml"
 """The ``Content-Type`` of a server-side apply (the body is JSON, which is YAML)."""
+
+
+class WriteObserver(Protocol):
+    """Told of each write (create, update, patch, apply, delete; dry runs excepted) a
+    :class:`~kubereflector.client.ResourceClient` made and the server accepted: the
+    resource, the verb, the object's namespace (``None`` for a cluster-scoped
+    resource) and name, and the server's answer (the object, or a ``Status`` for some
+    deletes). Called on the Client's event loop before the write returns: it must be
+    quick and must not raise."""
+
+    def written(
+        self,
+        resource: ResourceInfo,
+        verb: str,
+        namespace: str | None,
+        name: str,
+        result: Mapping[str, Any],
+    ) -> None:
+        """A write the server accepted (see the class documentation)."""
 
 
 class ResourceClient(Generic[ModelT]):
@@ -240,11 +263,12 @@ class ResourceClient(Generic[ModelT]):
         :class:`~kubereflector.AlreadyExistsError` if the name is taken."""
         info = await self._supporting("create")
         body = _body(info, obj)
-        path = info.api_path(self._namespace_of(info, body, "create"))
-        return cast(
-            ModelT,
-            await self.client.create(path, body, params=_write_params(dry_run, field_manager)),
-        )
+        namespace = self._namespace_of(info, body, "create")
+        path = info.api_path(namespace)
+        result = await self.client.create(path, body, params=_write_params(dry_run, field_manager))
+        if not dry_run:
+            self._written(info, "create", namespace, _name_of(result), result)
+        return cast(ModelT, result)
 
     async def update(
         self, obj: ModelT, *, dry_run: bool = False, field_manager: str | None = None
@@ -276,13 +300,12 @@ class ResourceClient(Generic[ModelT]):
     ) -> ModelT:
         info = await (self.resource_info() if subresource else self._supporting("update"))
         body = _body(info, obj)
-        path = info.object_path(
-            self._namespace_of(info, body, "update"), _name_of(body), subresource
-        )
-        return cast(
-            ModelT,
-            await self.client.update(path, body, params=_write_params(dry_run, field_manager)),
-        )
+        namespace, name = self._namespace_of(info, body, "update"), _name_of(body)
+        path = info.object_path(namespace, name, subresource)
+        result = await self.client.update(path, body, params=_write_params(dry_run, field_manager))
+        if not dry_run:
+            self._written(info, "update", namespace, name, result)
+        return cast(ModelT, result)
 
     async def patch(
         self,
@@ -310,6 +333,8 @@ class ResourceClient(Generic[ModelT]):
         patched = await self.client.patch(
             path, patch, content_type=content_type, params=_write_params(dry_run, field_manager)
         )
+        if not dry_run:
+            self._written(info, "patch", self.namespace, name, patched)
         return cast(ModelT, patched)
 
     async def apply(
@@ -337,15 +362,16 @@ class ResourceClient(Generic[ModelT]):
             raise ValueError("apply needs a field_manager (a non-empty string)")
         info = await (self.resource_info() if subresource else self._supporting("patch"))
         body = _body(info, obj)
-        path = info.object_path(
-            self._namespace_of(info, body, "apply"), _name_of(body), subresource
-        )
+        namespace, name = self._namespace_of(info, body, "apply"), _name_of(body)
+        path = info.object_path(namespace, name, subresource)
         params = _write_params(dry_run, field_manager)
         if force:
             params["force"] = True
         applied = await self.client.patch(
             path, body, content_type=APPLY_PATCH_CONTENT_TYPE, params=params
         )
+        if not dry_run:
+            self._written(info, "apply", namespace, name, applied)
         return cast(ModelT, applied)
 
     async def delete(
@@ -376,9 +402,23 @@ class ResourceClient(Generic[ModelT]):
             options["preconditions"] = dict(preconditions)
         if dry_run:
             options["dryRun"] = ["All"]
-        return await self.client.delete(path, body=options)
+        result = await self.client.delete(path, body=options)
+        if not dry_run:
+            self._written(info, "delete", self.namespace, name, result)
+        return result
 
     # -- helpers --------------------------------------------------------------------
+
+    def _written(
+        self, info: ResourceInfo, verb: str, namespace: str | None, name: str, result: Any
+    ) -> None:
+        """Tell the Client's write observers (see ``Client.write_observers``)."""
+        observers = getattr(self.client, "write_observers", None)
+        if not observers or not isinstance(result, Mapping):
+            return
+        where = namespace if info.namespaced else None
+        for observer in tuple(observers):
+            _tell(observer, info, verb, where, name, result)
 
     def _namespace_of(self, info: ResourceInfo, body: Mapping[str, Any], verb: str) -> str | None:
         """Where ``body`` is written: the client's namespace, else the object's."""
@@ -406,6 +446,16 @@ class ResourceClient(Generic[ModelT]):
     def __repr__(self) -> str:
         where = f", namespace={self.namespace!r}" if self.namespace else ""
         return f"ResourceClient({self._name}{where})"
+
+
+def _tell(
+    observer: Any, info: ResourceInfo, verb: str, namespace: str | None, name: str, result: Any
+) -> None:
+    """One write observer told of one write; what it raises is logged, not raised."""
+    try:
+        observer.written(info, verb, namespace, name, result)
+    except Exception:
+        logger.exception("a write observer failed on the %s of %s", verb, name)
 
 
 def _body(info: ResourceInfo, obj: KubeObject) -> dict[str, Any]:

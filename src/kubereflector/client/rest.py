@@ -45,7 +45,7 @@ from ._status import is_status, status_error
 from .config import ClientConfig, ConfigError
 from .discovery import Discovery, ResourceInfo
 from .paths import validate_api_path
-from .resource import ResourceClient
+from .resource import ResourceClient, WriteObserver
 
 __all__ = [
     "ACCEPT_JSON",
@@ -320,6 +320,10 @@ class Client:
         self._discovery: Discovery | None = None
         self.request_metrics: RequestMetrics | None = None
         """Where each request is reported (``None``: nowhere); set it at any time."""
+        self.write_observers: list[WriteObserver] = []
+        """Told of each write the server accepted through this Client's
+        :class:`~kubereflector.client.ResourceClient` s (a Manager's read-your-own-writes
+        ledger); add and remove at any time."""
 
     # -- lifecycle --------------------------------------------------------------
 

@@ -59,7 +59,10 @@ __all__ = [
     "LEADER_ELECTION_MASTER_STATUS",
     "LEADER_ELECTION_SLOWPATH_TOTAL",
     "MAX_CONCURRENT_RECONCILES",
+    "RECONCILE_CONFLICTS_TOTAL",
     "RECONCILE_ERRORS_TOTAL",
+    "RECONCILE_STALE_TOTAL",
+    "RECONCILE_TIMEOUTS_TOTAL",
     "RECONCILE_TIME_SECONDS",
     "RECONCILE_TOTAL",
     "REST_CLIENT_REQUESTS_TOTAL",
@@ -100,6 +103,15 @@ RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_reconcile_errors_total"
 """Reconciles that raised, by ``controller``: a counter."""
 TERMINAL_RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_terminal_reconcile_errors_total"
 """Reconciles that raised a ``TerminalError``, by ``controller``: a counter."""
+RECONCILE_TIMEOUTS_TOTAL: Final = "controller_runtime_reconcile_timeouts_total"
+"""Reconciles that ran past ``ControllerOptions.reconcile_timeout``, by ``controller``: a
+counter."""
+RECONCILE_CONFLICTS_TOTAL: Final = "kubereflector_reconcile_conflicts_total"
+"""Reconciles that failed with a 409 Conflict and were retried, by ``controller``: a counter
+(they count as errors too)."""
+RECONCILE_STALE_TOTAL: Final = "kubereflector_reconcile_stale_reads_total"
+"""Reconciles postponed, or failed with ``StaleReadError``, because the cache had not seen
+the request's own writes in time, by ``controller``: a counter."""
 RECONCILE_TIME_SECONDS: Final = "controller_runtime_reconcile_time_seconds"
 """How long each reconcile took, by ``controller``: a histogram."""
 MAX_CONCURRENT_RECONCILES: Final = "controller_runtime_max_concurrent_reconciles"
@@ -150,7 +162,8 @@ SHARDING_HANDOFF_SECONDS: Final = "kubereflector_sharding_handoff_seconds"
 write), by ``name``: a histogram."""
 INFORMER_PREFIX: Final = "kubereflector_informer_"
 """The prefix of the informer metrics this library adds (client-go exports none): objects cached,
-relists, watch restarts, last sync resourceVersion, by ``resource``."""
+relists, watch restarts, last sync resourceVersion, seconds since the server was last heard
+from, by ``resource``."""
 
 _RECONCILE_BUCKETS: Final = (
     *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
@@ -170,12 +183,25 @@ class ControllerMetrics:
     """The reconcile metrics of one controller (controller-runtime's), label
     ``controller`` bound. Update it from one thread at a time."""
 
-    __slots__ = ("_active", "_errors", "_max", "_results", "_terminal", "_time")
+    __slots__ = (
+        "_active",
+        "_conflicts",
+        "_errors",
+        "_max",
+        "_results",
+        "_stale",
+        "_terminal",
+        "_time",
+        "_timeouts",
+    )
 
     def __init__(self, metrics: Metrics, controller: str) -> None:
         self._results = {r: metrics._reconcile_total.counter(controller, r) for r in _RESULTS}
         self._errors = metrics._reconcile_errors.counter(controller)
         self._terminal = metrics._terminal_errors.counter(controller)
+        self._timeouts = metrics._reconcile_timeouts.counter(controller)
+        self._conflicts = metrics._reconcile_conflicts.counter(controller)
+        self._stale = metrics._reconcile_stale.counter(controller)
         self._time = metrics._reconcile_time.histogram(controller)
         self._max = metrics._max_concurrent.gauge(controller)
         self._active = metrics._active_workers.gauge(controller)
@@ -202,6 +228,18 @@ class ControllerMetrics:
             self._errors.inc()
             if terminal:
                 self._terminal.inc()
+
+    def timed_out(self) -> None:
+        """A reconcile ran past its timeout (``controller_runtime_reconcile_timeouts_total``)."""
+        self._timeouts.inc()
+
+    def conflicted(self) -> None:
+        """A reconcile failed with a 409 Conflict (:data:`RECONCILE_CONFLICTS_TOTAL`)."""
+        self._conflicts.inc()
+
+    def stale(self) -> None:
+        """A reconcile was postponed or failed for a stale cache (:data:`RECONCILE_STALE_TOTAL`)."""
+        self._stale.inc()
 
 
 class LeaderElectionMetrics:
@@ -408,6 +446,12 @@ class _InformerCollector(Collector):
             "The resourceVersion the cache is at (NaN when not a number)",
             labels=["resource"],
         )
+        silence = GaugeMetricFamily(
+            p + "last_event_age_seconds",
+            "Seconds since the server was last heard from: a watch event or bookmark, a "
+            "list, a watch opened (NaN before the first)",
+            labels=["resource"],
+        )
         counters = {
             field: CounterMetricFamily(p + field, help_text, labels=["resource"])
             for field, help_text in (
@@ -426,9 +470,11 @@ class _InformerCollector(Collector):
                 synced.add_metric([resource], 1.0 if informer.has_synced() else 0.0)
                 pending.add_metric([resource], stats.pending)
                 last_rv.add_metric([resource], _as_number(stats.last_sync_resource_version))
+                age = stats.watch_silence
+                silence.add_metric([resource], math.nan if age is None else age)
                 for field, family in counters.items():
                     family.add_metric([resource], getattr(stats, field))
-        return [objects, synced, pending, last_rv, *counters.values()]
+        return [objects, synced, pending, last_rv, silence, *counters.values()]
 
 
 def _as_number(resource_version: str) -> float:
@@ -479,6 +525,25 @@ class Metrics:
             "counter",
             TERMINAL_RECONCILE_ERRORS_TOTAL,
             "Total number of terminal reconciliation errors per controller",
+            ["controller"],
+        )
+        self._reconcile_timeouts = family(
+            "counter",
+            RECONCILE_TIMEOUTS_TOTAL,
+            "Total number of reconciliation timeouts per controller",
+            ["controller"],
+        )
+        self._reconcile_conflicts = family(
+            "counter",
+            RECONCILE_CONFLICTS_TOTAL,
+            "Reconciles that failed with a conflict and were retried, per controller",
+            ["controller"],
+        )
+        self._reconcile_stale = family(
+            "counter",
+            RECONCILE_STALE_TOTAL,
+            "Reconciles postponed or failed because the cache had not seen the "
+            "request's own writes in time, per controller",
             ["controller"],
         )
         self._reconcile_time = family(

@@ -1,8 +1,18 @@
 """The controller runtime: reconcilers, predicates, a manager, webhooks (controller-runtime for
-Python)."""
+Python), and the helpers a reconcile writes with: owner references, status conditions, apply
+and create-or-update, finalizers, read-your-own-writes."""
 
 from __future__ import annotations
 
+from .conditions import (
+    Conditions,
+    ConditionStatus,
+    find_condition,
+    is_condition_false,
+    is_condition_true,
+    remove_condition,
+    set_condition,
+)
 from .controller import Controller, ControllerStoppedError
 from .finalizer import (
     FinalizerStep,
@@ -12,10 +22,28 @@ from .finalizer import (
     remove_finalizer_patch,
 )
 from .gate import GateTicket, ReconcileGate, ReconcileRevokedError
-from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
-from .manager import LeaderElection, LeaderElectionLostError, Manager, ManagerError
+from .handlers import (
+    EchoFilter,
+    EnqueueRequestsHandler,
+    Mapper,
+    RequestQueue,
+    enqueue_object,
+    enqueue_owner,
+)
+from .leader_election import LeaderElection, LeaderElectionLostError
+from .manager import Manager, ManagerError
 from .manifests import DEFAULT_RESOURCES, Manifest, manifests
-from .options import ControllerOptions
+from .options import ControllerOptions, InformerOptions
+from .owners import (
+    AlreadyOwnedError,
+    OwnerReferenceError,
+    get_controller_of,
+    get_owner_references,
+    is_controlled_by,
+    remove_owner_reference,
+    set_controller_reference,
+    set_owner_reference,
+)
 from .permissions import (
     ManagerDescription,
     Permission,
@@ -35,6 +63,7 @@ from .predicates import (
     or_,
     resource_version_changed,
 )
+from .read_your_writes import OwnWrites, ReadYourWritesLister, StaleReadError
 from .reconcile import ReconcileFunc, Request, Result, TerminalError
 from .runnable import Runnable
 from .sharding import (
@@ -79,6 +108,17 @@ from .webhooks import (
     review_conversion,
     webhook_configurations,
 )
+from .writes import (
+    OperationResult,
+    apply,
+    apply_sync,
+    create_or_patch,
+    create_or_patch_sync,
+    create_or_update,
+    create_or_update_sync,
+    default_field_manager,
+    merge_patch,
+)
 
 __all__ = [
     "ADMISSION_REVIEW_VERSION",
@@ -89,10 +129,13 @@ __all__ = [
     "AdmissionHandler",
     "AdmissionRequest",
     "AdmissionWebhook",
+    "AlreadyOwnedError",
     "Cause",
     "CertificateFiles",
     "CertificateProblem",
     "ClientLeaseStore",
+    "ConditionStatus",
+    "Conditions",
     "Controller",
     "ControllerOptions",
     "ControllerStoppedError",
@@ -100,12 +143,14 @@ __all__ = [
     "ConversionError",
     "DefaulterOptions",
     "Denied",
+    "EchoFilter",
     "EnqueueRequestsHandler",
     "FinalizerStep",
     "GateTicket",
     "GroupVersionKind",
     "GroupVersionResource",
     "HandlerDecorator",
+    "InformerOptions",
     "LeaderElection",
     "LeaderElectionLostError",
     "LeaseStore",
@@ -115,9 +160,13 @@ __all__ = [
     "Manifest",
     "Mapper",
     "Operation",
+    "OperationResult",
+    "OwnWrites",
+    "OwnerReferenceError",
     "Permission",
     "Permissions",
     "Predicate",
+    "ReadYourWritesLister",
     "ReconcileFunc",
     "ReconcileGate",
     "ReconcileRevokedError",
@@ -133,6 +182,7 @@ __all__ = [
     "ShardSpace",
     "Sharding",
     "ShardingStatus",
+    "StaleReadError",
     "TerminalError",
     "UserInfo",
     "ValidatorOptions",
@@ -143,23 +193,42 @@ __all__ = [
     "Webhooks",
     "and_",
     "annotations_changed",
+    "apply",
+    "apply_sync",
     "assign_shards",
     "conversion_stanza",
+    "create_or_patch",
+    "create_or_patch_sync",
+    "create_or_update",
+    "create_or_update_sync",
+    "default_field_manager",
     "enqueue_object",
     "enqueue_owner",
     "finalizer",
     "finalizer_step",
     "finalizer_sync",
+    "find_condition",
     "generation_changed",
+    "get_controller_of",
+    "get_owner_references",
     "install_webhooks",
+    "is_condition_false",
+    "is_condition_true",
+    "is_controlled_by",
     "label_selector",
     "labels_changed",
     "manifests",
+    "merge_patch",
     "not_",
     "or_",
+    "remove_condition",
     "remove_finalizer_patch",
+    "remove_owner_reference",
     "resolve_resource",
     "resource_version_changed",
     "review_conversion",
+    "set_condition",
+    "set_controller_reference",
+    "set_owner_reference",
     "webhook_configurations",
 ]

@@ -14,9 +14,29 @@ controller-runtime's ``pkg/internal/controller``, on kubereflector's informers a
   ``Result(requeue_after=s)``: again after ``s`` seconds (``0``: again soon,
   through the rate limiter); :class:`~kubereflector.runtime.TerminalError`:
   logged, not retried; any other exception: logged and retried after the rate
-  limiter's per-request backoff.
+  limiter's per-request backoff. A :class:`~kubereflector.ConflictError` (a write
+  based on a stale read) and a
+  :class:`~kubereflector.runtime.StaleReadError` are retried the same way but
+  logged as one line at INFO: retrying is their cure.
+* **Timeouts.** With ``ControllerOptions(reconcile_timeout=s)``, a coroutine
+  reconcile still running after ``s`` seconds is cancelled; a plain function
+  (which a thread cannot interrupt) is waited for and its result dropped. Either
+  way the timeout is logged, counted in
+  ``controller_runtime_reconcile_timeouts_total`` and the request retried after
+  backoff.
 * **Priorities.** Requests from initial lists and resyncs are queued at
-  :data:`~kubereflector.workqueue.LOW_PRIORITY`, live changes at 0.
+  :data:`~kubereflector.workqueue.LOW_PRIORITY`, live changes at 0. A request
+  queued again by its own reconcile (a requeue, a failure) keeps the priority it
+  was queued at, unless the result says otherwise (``Result(priority=...)``).
+* **Start.** Workers start once every watch's handler has handled its informer's
+  initial list (every initial request is queued, at its priority, before the first
+  reconcile), controller-runtime's ``WaitForSync`` of the handlers.
+* **Own writes.** With a Manager's read-your-own-writes ledger (``own_writes``),
+  a reconcile first waits until the cache has seen what earlier reconciles of its
+  request wrote, and the watch events of a reconcile's own writes do not queue its
+  request again (see :mod:`kubereflector.runtime.read_your_writes`;
+  ``ControllerOptions(requeue_on_own_writes=True)`` queues them as
+  controller-runtime does).
 * **Workers.** ``max_concurrent_reconciles`` workers. A coroutine reconciler
   runs on the event loop; a plain function runs on a worker thread of the
   controller's own pool (one thread per worker), so it may block.
@@ -35,23 +55,26 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import enum
-import functools
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from .._aio.calls import is_coroutine_callable
 from .._aio.loop_thread import call_in_loop
 from ..cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
 from ..clock import Clock, RealClock
+from ..errors import ConflictError
 from ..workqueue import QueueShutDown, RateLimitingQueue
+from ._context import ReconcileContext, reconciling
 from .gate import GateTicket, ReconcileGate, ReconcileRevokedError
 from .handlers import EnqueueRequestsHandler, Mapper, RequestQueue, enqueue_object, enqueue_owner
 from .options import ControllerOptions, _checked_options
 from .predicates import Predicate, and_
+from .read_your_writes import OwnWrites, StaleReadError
 from .reconcile import ReconcileFunc, Request, Result, TerminalError
 
 if TYPE_CHECKING:
@@ -96,6 +119,52 @@ class _NoMetrics:
     def reconciled(self, result: str, seconds: float, *, terminal: bool = False) -> None:
         pass
 
+    def timed_out(self) -> None:
+        pass
+
+    def conflicted(self) -> None:
+        pass
+
+    def stale(self) -> None:
+        pass
+
+
+class _ReconcileTimeout(Exception):
+    """The controller's own timer ran out (told apart from a TimeoutError the
+    reconciler raises itself)."""
+
+
+class _Echoes:
+    """A controller's :class:`~kubereflector.runtime.EchoFilter` for one watched informer:
+    an event that echoes a write made by the reconcile of the request it maps to does
+    not queue that request. While that request's reconcile runs, its writes may not be
+    recorded yet (a watch event can come before the write's answer): the event is kept
+    and decided when the reconcile ends."""
+
+    __slots__ = ("_controller", "_informer", "_ledger", "skipped")
+
+    def __init__(
+        self, ledger: OwnWrites, informer: SharedIndexInformer, controller: Controller
+    ) -> None:
+        self._ledger = ledger
+        self._informer = informer
+        self._controller = controller
+        self.skipped = 0
+
+    def admit(self, request: Request, obj: Any, deleted: bool, priority: int) -> bool:
+        kept = self._controller._reconciling.get(request)
+        if kept is not None:  # in flight: queued again (or not) when it ends
+            kept.append((self, obj, deleted, priority))
+            return False
+        return not self.is_echo(request, obj, deleted)
+
+    def is_echo(self, request: Request, obj: Any, deleted: bool) -> bool:
+        found = self._ledger.writer_of(self._informer, obj, deleted=deleted)
+        if found is None or found != (self._controller._name, request):
+            return False
+        self.skipped += 1
+        return True
+
 
 class Controller:
     """Reconciles the objects of one resource (controller-runtime's ``Controller``).
@@ -114,7 +183,9 @@ class Controller:
     * ``options``: :class:`~kubereflector.runtime.ControllerOptions` (workers,
       rate limiter); ``name`` labels logs, metrics and the queue (default: the
       resource's qualified name); ``clock`` drives requeues and backoff;
-      ``metrics`` receives controller-runtime's and the workqueue's metrics.
+      ``metrics`` receives controller-runtime's and the workqueue's metrics;
+      ``own_writes``: the read-your-own-writes ledger of the Manager whose client
+      the reconciler writes through (see the module documentation).
     * ``gate``: a :class:`~kubereflector.runtime.gate.ReconcileGate` deciding which
       requests are queued and reconciled (default: all).
 
@@ -136,6 +207,7 @@ class Controller:
         clock: Clock | None = None,
         metrics: Metrics | None = None,
         gate: ReconcileGate | None = None,
+        own_writes: OwnWrites | None = None,
     ) -> None:
         if not callable(reconcile):
             raise TypeError(f"reconcile must be callable, not {type(reconcile).__name__}")
@@ -163,6 +235,12 @@ class Controller:
             if not isinstance(watched, SharedIndexInformer):
                 raise TypeError(f"watches take informers, not {type(watched).__name__}")
         self._informer = informer
+        self._options = options
+        self._own_writes = own_writes
+        self._echoes: list[_Echoes] = []
+        # The requests being reconciled, and the live events that mapped to them meanwhile
+        # (decided when the reconcile ends; see _Echoes).
+        self._reconciling: dict[Request, list[tuple[_Echoes, Any, bool, int]]] = {}
         self._workers = options.max_concurrent_reconciles
         self._clock: Clock = clock if clock is not None else RealClock()
         self._metrics: ControllerMetrics | _NoMetrics = (
@@ -211,6 +289,11 @@ class Controller:
         """Reconciles running right now."""
         return self._in_flight
 
+    def echoes_skipped(self) -> int:
+        """Watch events of this controller's own writes that did not queue the request
+        whose reconcile made them (see the module documentation)."""
+        return sum(e.skipped for e in self._echoes)
+
     # -- running ----------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -238,10 +321,15 @@ class Controller:
             if self._gate is not None:
                 target = _GatedQueue(self._queue, self._gate)
             for informer, mapper, predicate in self._watches:
-                handler = EnqueueRequestsHandler(target, mapper, predicate)
+                echoes = None
+                if self._own_writes is not None and not self._options.requeue_on_own_writes:
+                    echoes = _Echoes(self._own_writes, informer, self)
+                    self._echoes.append(echoes)
+                handler = EnqueueRequestsHandler(target, mapper, predicate, echoes=echoes)
                 registrations.append(informer.add_event_handler(handler))
-            informers = list({id(i): i for i, _, _ in self._watches}.values())
-            if not await wait_for_cache_sync(*informers):
+            # The handlers, not only their informers: every initial request is queued
+            # (at its priority) before the first reconcile.
+            if not await wait_for_cache_sync(*registrations):
                 logger.warning("controller %s: an informer stopped before syncing", self._name)
                 return
             if self._stopping:
@@ -319,19 +407,21 @@ class Controller:
         in_a_row = 0
         while not self._stopping:
             try:
-                request = await queue.get()
+                request, priority = await queue.get_with_priority()
             except QueueShutDown:
                 return
             try:
                 if self._stopping:
                     return
-                ticket = None
+                if not await self._caught_up(request, priority):
+                    continue  # postponed: the cache has not seen the request's writes
+                ticket = None  # no await from here to the reconcile's start (see .gate)
                 if self._gate is not None:
                     ticket = self._gate.enter(request)
                     if ticket is None:  # not this controller's to reconcile now
                         queue.forget(request)
                         continue
-                await self._reconcile_one(request, ticket)
+                await self._reconcile_one(request, priority, ticket)
             finally:
                 queue.done(request)
             in_a_row += 1
@@ -341,22 +431,40 @@ class Controller:
                 in_a_row = 0
                 await asyncio.sleep(0)
 
-    async def _reconcile_one(self, request: Request, ticket: GateTicket | None = None) -> None:
+    async def _caught_up(self, request: Request, priority: int) -> bool:
+        """Wait until the cache has seen what earlier reconciles of ``request`` wrote;
+        ``False`` when it did not in time (the request is then requeued with backoff)."""
+        own_writes = self._own_writes
+        if own_writes is None or not own_writes.has_writes_of(self._name, request):
+            return True
+        unseen = await own_writes.wait_for_request(self._name, request)
+        if unseen is None:
+            return True
+        self._metrics.stale()
+        logger.info(
+            "controller %s: reconcile of %s postponed (retried after backoff): "
+            "the cache has not seen %s within %gs",
+            self._name,
+            request,
+            unseen,
+            own_writes.timeout,
+        )
+        self._queue.add_rate_limited(request, priority=priority)
+        return False
+
+    async def _reconcile_one(
+        self, request: Request, priority: int = 0, ticket: GateTicket | None = None
+    ) -> None:
         queue = self._queue
         metrics = self._metrics
         metrics.worker_started()
         self._in_flight += 1
         started = time.perf_counter()
+        token = reconciling.set(ReconcileContext(self._name, request, priority))
+        if self._echoes:
+            self._reconciling[request] = []
         try:
-            if self._is_coroutine:
-                call = cast("Awaitable[Result | None]", self._reconcile(request))
-                result = await (call if ticket is None else ticket.run(call))
-            else:
-                loop = asyncio.get_running_loop()
-                plain = cast("Callable[[Request], Result | None]", self._reconcile)
-                result = await loop.run_in_executor(
-                    self._executor, functools.partial(plain, request)
-                )
+            result = await self._call(request, ticket)
             if result is None:
                 result = Result()
             elif not isinstance(result, Result):
@@ -377,6 +485,24 @@ class Controller:
             )
             queue.forget(request)
             return
+        except _ReconcileTimeout:
+            metrics.reconciled(_RESULT_ERROR, time.perf_counter() - started)
+            queue.add_rate_limited(request, priority=priority)
+            return
+        except (ConflictError, StaleReadError) as err:
+            if isinstance(err, ConflictError):
+                metrics.conflicted()
+            else:
+                metrics.stale()
+            metrics.reconciled(_RESULT_ERROR, time.perf_counter() - started)
+            logger.info(
+                "controller %s: reconcile of %s read a stale object (retried after backoff): %s",
+                self._name,
+                request,
+                err,
+            )
+            queue.add_rate_limited(request, priority=priority)
+            return
         except Exception as err:
             metrics.reconciled(_RESULT_ERROR, time.perf_counter() - started)
             logger.error(
@@ -386,25 +512,82 @@ class Controller:
                 err,
                 exc_info=err,
             )
-            queue.add_rate_limited(request)
+            queue.add_rate_limited(request, priority=priority)
             return
         finally:
+            reconciling.reset(token)
+            if self._echoes:
+                self._events_meanwhile(request)
             self._in_flight -= 1
             metrics.worker_finished()
             if ticket is not None:
                 ticket.exit()
         seconds = time.perf_counter() - started
         after = result.requeue_after
+        if result.priority is not None:
+            priority = result.priority
         if after is None:
             queue.forget(request)
             metrics.reconciled(_RESULT_SUCCESS, seconds)
         elif after == 0:
-            queue.add_rate_limited(request)
+            queue.add_rate_limited(request, priority=priority)
             metrics.reconciled(_RESULT_REQUEUE, seconds)
         else:
             queue.forget(request)
-            queue.add_after(request, after)
+            queue.add_after(request, after, priority=priority)
             metrics.reconciled(_RESULT_REQUEUE_AFTER, seconds)
+
+    def _events_meanwhile(self, request: Request) -> None:
+        """Queue ``request`` again for the events that came while it was reconciled,
+        but those echoing its own writes (recorded by now)."""
+        for echoes, obj, deleted, priority in self._reconciling.pop(request, ()):
+            if not echoes.is_echo(request, obj, deleted):
+                self._queue.add(request, priority=priority)  # processing: queued after done
+
+    async def _call(self, request: Request, ticket: GateTicket | None) -> object:
+        """Run the reconciler (in the reconcile's context; a coroutine under its gate's
+        ticket); ``_ReconcileTimeout`` when ``reconcile_timeout`` passes first."""
+        timeout = self._options.reconcile_timeout
+        work: asyncio.Future[Any]
+        if self._is_coroutine:
+            call = cast("Awaitable[Result | None]", self._reconcile(request))
+            if ticket is not None:
+                call = ticket.run(call)
+            if timeout is None:  # no task of its own: the worker's is enough
+                return await call
+            work = asyncio.ensure_future(call)
+        else:
+            loop = asyncio.get_running_loop()
+            context = contextvars.copy_context()
+            work = loop.run_in_executor(self._executor, context.run, self._reconcile, request)
+            if timeout is None:
+                return await work
+        timer = asyncio.ensure_future(self._clock.sleep(timeout))
+        try:
+            await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        finally:
+            timer.cancel()
+        if work.done():
+            return work.result()
+        self._metrics.timed_out()  # now, not once a thread that overran gives up
+        logger.warning(
+            "controller %s: reconcile of %s timed out after %gs (%s; retried after backoff)",
+            self._name,
+            request,
+            timeout,
+            "cancelled" if self._is_coroutine else "its result will be dropped",
+        )
+        if self._is_coroutine:
+            work.cancel()
+        # A thread cannot be interrupted: wait for it (one worker per request), then
+        # drop what it did.
+        await asyncio.wait({work})
+        if not work.cancelled():
+            work.exception()  # retrieved: what it raised after its time is moot
+        raise _ReconcileTimeout
 
     def __repr__(self) -> str:
         return f"<Controller {self._name} {self._state.value} workers={self._workers}>"

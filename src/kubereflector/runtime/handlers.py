@@ -15,7 +15,10 @@ informer event handler that adds the requests to a queue:
   whose owner or mapping changed notifies both sides);
 * a delete queues the requests of the last known state (a tombstone's).
 
-Predicates filter before mapping. The handler's methods are coroutine
+Predicates filter before mapping. With an ``echoes`` filter (a controller under a
+Manager), an event that echoes a write made by the reconcile of one of the requests it
+maps to does not queue that request (see
+:mod:`kubereflector.runtime.read_your_writes`). The handler's methods are coroutine
 functions that never suspend: the informer runs them on its event loop, in
 order, without a thread hop. Mappers and predicates therefore run on the loop:
 they must be quick and must not block.
@@ -37,6 +40,7 @@ from .predicates import Predicate
 from .reconcile import Request
 
 __all__ = [
+    "EchoFilter",
     "EnqueueRequestsHandler",
     "Mapper",
     "RequestQueue",
@@ -47,6 +51,16 @@ __all__ = [
 Mapper = Callable[[Any], Iterable[Request]]
 """Maps a watched object to the requests to reconcile (a tombstone's last known
 state for deletes; may be ``None`` when nothing was known)."""
+
+
+class EchoFilter(Protocol):
+    """Decides whether a live event queues a request: ``admit(request, obj, deleted,
+    priority)`` is ``False`` for the echo of a write that request's own reconcile made
+    (and may keep the decision for later, queueing the request itself). Called on the
+    informer's loop; quick."""
+
+    def admit(self, request: Request, obj: Any, deleted: bool, priority: int) -> bool:
+        """Whether to queue ``request`` for this event now."""
 
 
 class RequestQueue(Protocol):
@@ -132,18 +146,25 @@ def _last_state(obj: Any) -> Any:
 
 class EnqueueRequestsHandler:
     """An informer event handler adding ``mapper``'s requests to ``queue``, after
-    ``predicate`` (see the module documentation for priorities). ``for_object``:
-    the mapper is :func:`enqueue_object`, which also maps tombstones by key."""
+    ``predicate`` (see the module documentation for priorities and ``echoes``). The
+    mapper is :func:`enqueue_object` for a controller's own resource, which also
+    maps tombstones by key."""
 
-    __slots__ = ("_for_object", "_mapper", "_predicate", "_queue")
+    __slots__ = ("_echoes", "_for_object", "_mapper", "_predicate", "_queue")
 
     def __init__(
-        self, queue: RequestQueue, mapper: Mapper, predicate: Predicate | None = None
+        self,
+        queue: RequestQueue,
+        mapper: Mapper,
+        predicate: Predicate | None = None,
+        *,
+        echoes: EchoFilter | None = None,
     ) -> None:
         self._queue = queue
         self._mapper = mapper
         self._predicate = predicate
         self._for_object = mapper is enqueue_object
+        self._echoes = echoes
 
     def _add(self, requests: Iterable[Any], priority: int) -> None:
         add = self._queue.add
@@ -153,13 +174,32 @@ class EnqueueRequestsHandler:
                 request = Request(namespace or "", name)
             add(request, priority=priority)
 
+    def _add_live(
+        self, requests: Iterable[Any], obj: Any, deleted: bool, echoes: EchoFilter
+    ) -> None:
+        add = self._queue.add
+        admit = echoes.admit
+        for request in requests:
+            if type(request) is not Request:
+                namespace, name = request
+                request = Request(namespace or "", name)
+            if admit(request, obj, deleted, 0):
+                add(request, priority=0)
+
     async def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         """Queue the mapper's requests for ``obj`` if the predicate's ``create`` passes (at low
         priority for the initial list)."""
         predicate = self._predicate
         if predicate is not None and not predicate.create(obj):
             return
-        self._add(self._mapper(obj), LOW_PRIORITY if is_in_initial_list else 0)
+        if is_in_initial_list:
+            self._add(self._mapper(obj), LOW_PRIORITY)
+            return
+        echoes = self._echoes
+        if echoes is None:
+            self._add(self._mapper(obj), 0)
+        else:
+            self._add_live(self._mapper(obj), obj, False, echoes)
 
     async def on_update(self, old: Any, new: Any) -> None:
         """Queue the mapper's requests for ``old`` and ``new`` if the predicate's ``update``
@@ -170,11 +210,16 @@ class EnqueueRequestsHandler:
         priority = LOW_PRIORITY if get_resource_version(old) == get_resource_version(new) else 0
         mapper = self._mapper
         if self._for_object:
-            self._add(mapper(new), priority)
-            return
-        requests = dict.fromkeys(mapper(old))
-        requests.update(dict.fromkeys(mapper(new)))
-        self._add(requests, priority)
+            requests: Iterable[Any] = mapper(new)
+        else:
+            both = dict.fromkeys(mapper(old))
+            both.update(dict.fromkeys(mapper(new)))
+            requests = both
+        echoes = self._echoes
+        if echoes is None or priority:
+            self._add(requests, priority)
+        else:
+            self._add_live(requests, new, False, echoes)
 
     async def on_delete(self, obj: Any) -> None:
         """Queue the mapper's requests for the deleted object (its last known state, for a
@@ -182,7 +227,12 @@ class EnqueueRequestsHandler:
         predicate = self._predicate
         if predicate is not None and not predicate.delete(obj):
             return
-        self._add(self._mapper(obj if self._for_object else _last_state(obj)), 0)
+        requests = self._mapper(obj if self._for_object else _last_state(obj))
+        echoes = self._echoes
+        if echoes is None:
+            self._add(requests, 0)
+        else:
+            self._add_live(requests, obj, True, echoes)
 
     def __repr__(self) -> str:
         name = getattr(self._mapper, "__name__", repr(self._mapper))

@@ -51,6 +51,13 @@ With ``webhook_port``, the manager serves admission and conversion webhooks
 (:mod:`kubereflector.runtime.webhooks`) on every replica, registered with
 :meth:`Manager.validator`, :meth:`Manager.defaulter` and :meth:`Manager.converter`;
 ``/readyz`` then waits for the webhook server too.
+
+Writes made through :attr:`Manager.client` are remembered, so that the manager's
+cache reads do not miss them and its controllers do not reconcile again for their
+echoes: see :mod:`kubereflector.runtime.read_your_writes`.
+:meth:`Manager.event_recorder` gives an
+:class:`~kubereflector.client.EventRecorder` to use from coroutine and plain-function
+reconcilers alike, made whenever convenient (before the manager runs too).
 """
 
 from __future__ import annotations
@@ -62,99 +69,56 @@ import logging
 import signal
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .._aio.loop_thread import LoopThread, call_in_loop
 from .._aio.signals import LoopStopSignals, ThreadStopSignals
-from .._aio.timeout import within
 from ..cache.keys import KubeObject, ModelT
 from ..client._models import model_info
 from ..client.config import ClientConfig
 from ..client.rest import Client
 from ..clock import Clock, RealClock
 from ..factory import SharedInformerFactory
-from ..leaderelection import (
-    DEFAULT_LEASE_DURATION,
-    DEFAULT_RENEW_DEADLINE,
-    DEFAULT_RETRY_PERIOD,
-    LeaderElector,
-    LeaseLock,
-    default_identity,
-)
+from ..leaderelection import LeaderElector
 from ..metrics import Metrics, MetricsServer
+from ._cache_entries import _CacheEntries
+from ._runnables import Runnables
+from ._specs import Spec, is_resource
 from ._webhook_entries import _WebhookEntries
 from .controller import Controller
 from .handlers import Mapper
-from .options import ControllerOptions, _checked_options
+from .leader_election import (
+    LEADER_HEALTH_TOLERANCE,
+    LeaderElection,
+    LeaderElectionLostError,
+    _new_elector,
+    _pod_namespace,
+)
+from .options import ControllerOptions, InformerOptions, _checked_informers, _checked_options
 from .permissions import ManagerDescription, Permission, _permissions_for, _Reconciles
 from .predicates import Predicate
-from .reconcile import ReconcileFunc, Request
+from .reconcile import Request
 from .runnable import Runnable
 from .sharding import Sharding
 from .webhooks.server import WebhookOptions
 
 if TYPE_CHECKING:
-    from ..cache.listers import Lister
     from ..cache.shared_informer import SharedIndexInformer
     from ..client.discovery import ResourceInfo
     from ..client.sync import SyncClient
     from .sharding import ShardCoordinator
     from .sharding._runtime import ShardedRuntime
 
-__all__ = ["LeaderElection", "LeaderElectionLostError", "Manager", "ManagerError"]
+__all__ = ["Manager", "ManagerError"]
 
 logger = logging.getLogger("kubereflector.runtime")
 
 F = TypeVar("F", bound=Callable[[Request], Any])
 
-_SERVICE_ACCOUNT_NAMESPACE: Final = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-_LEADER_HEALTH_TOLERANCE: Final = 20.0
-"""Seconds a leader may be overdue on its renewal before ``/healthz`` fails
-(client-go's ``NewLeaderHealthzAdaptor(20s)`` in kube-controller-manager)."""
-
 
 class ManagerError(RuntimeError):
     """The manager was used wrongly (run twice, registered after the start, ...)."""
-
-
-class LeaderElectionLostError(RuntimeError):
-    """The manager lost its Lease and stopped (controller-runtime exits the process
-    with "leader election lost"): let it end the process non-zero."""
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderElection:
-    """How a :class:`Manager` campaigns (controller-runtime's leader election options).
-
-    * ``name``: the Lease's name (one per operator, shared by its replicas);
-    * ``namespace``: the Lease's namespace (default: the manager's namespace,
-      else the pod's own namespace in a cluster, else ``default``);
-    * ``identity``: this replica (default: ``hostname_uuid``);
-    * ``lease_duration``, ``renew_deadline``, ``retry_period``: client-go's
-      (15 s, 10 s, 2 s);
-    * ``release_on_cancel``: release the Lease on graceful shutdown, so another
-      replica takes over within its retry period (default ``True``);
-    * ``on_lost``: after losing the Lease, ``"exit"`` (``run`` raises
-      :class:`LeaderElectionLostError`; the default, as controller-runtime) or
-      ``"campaign"`` (stop reconciling and campaign again).
-    """
-
-    name: str
-    namespace: str | None = None
-    identity: str | None = None
-    lease_duration: float = DEFAULT_LEASE_DURATION
-    renew_deadline: float = DEFAULT_RENEW_DEADLINE
-    retry_period: float = DEFAULT_RETRY_PERIOD
-    release_on_cancel: bool = True
-    on_lost: Literal["exit", "campaign"] = "exit"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError("LeaderElection needs the Lease's name")
-        if self.on_lost not in ("exit", "campaign"):
-            raise ValueError(f"on_lost must be 'exit' or 'campaign', not {self.on_lost!r}")
 
 
 class _State(enum.Enum):
@@ -167,37 +131,7 @@ class _State(enum.Enum):
     STOPPED = "stopped"
 
 
-@dataclass(frozen=True, slots=True)
-class _Spec:
-    """A reconciler as registered (names resolved at the start)."""
-
-    reconcile: ReconcileFunc
-    for_: str | type[KubeObject]
-    owns: tuple[str | type[KubeObject], ...]
-    watches: tuple[tuple[str | type[KubeObject], Mapper], ...]
-    predicates: tuple[Predicate, ...]
-    options: ControllerOptions
-    name: str
-    rbac: tuple[Permission, ...] = ()
-
-
-def _is_resource(resource: object) -> bool:
-    """A resource name (non-empty) or a model class (checked when registered)."""
-    if isinstance(resource, type):
-        model_info(resource)  # LookupError naming a class that is not a registered model
-        return True
-    return isinstance(resource, str) and bool(resource)
-
-
-def _pod_namespace() -> str | None:
-    try:
-        with open(_SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as f:
-            return f.read().strip() or None
-    except OSError:
-        return None
-
-
-class Manager(_WebhookEntries):
+class Manager(_CacheEntries, _WebhookEntries):
     """Runs controllers over shared caches, with leader election, metrics, health
     probes and graceful shutdown (see the module documentation).
 
@@ -217,6 +151,16 @@ class Manager(_WebhookEntries):
     ``sharding``: split the controllers' objects across the replicas (see the
     module documentation); not together with ``leader_election`` (a sharded
     replica's controllers run everywhere; its runnables all run from the start).
+
+    ``informers``: how the informers list and watch
+    (:class:`~kubereflector.runtime.InformerOptions`: the
+    :class:`~kubereflector.SharedInformerFactory`'s arguments).
+    ``read_your_writes_timeout``: how long the cache may take to see a write of
+    :attr:`client` before reads say they are stale (seconds; ``None``: writes are
+    not remembered; see :mod:`kubereflector.runtime.read_your_writes`).
+    ``stale_watch_threshold``: ``/readyz`` fails while an informer has not heard
+    from the API server for longer (seconds; ``None``: no such check; a healthy
+    watch hears at least every ``ReflectorOptions.idle_timeout``, 90 s by default).
 
     Two ways to run, told apart by their types: ``await manager.run()`` (a
     coroutine: mypy flags a call that is not awaited) on your event loop, or
@@ -243,6 +187,9 @@ class Manager(_WebhookEntries):
         webhook_port: int | None = None,
         webhook_options: WebhookOptions | None = None,
         sharding: Sharding | None = None,
+        informers: InformerOptions | None = None,
+        read_your_writes_timeout: float | None = 10.0,
+        stale_watch_threshold: float | None = 300.0,
     ) -> None:
         if isinstance(config_or_client, ClientConfig):
             self._client = Client(config_or_client)
@@ -302,14 +249,16 @@ class Manager(_WebhookEntries):
             self._client,
             namespace=self._namespace,
             wrap_lister_watcher=self._sharded.wrap if self._sharded is not None else None,
+            **_checked_informers(informers).as_kwargs(),
         )
         self.metrics.add_informers(self._factory.informers)
-        self._specs: list[_Spec] = []
+        self._specs: list[Spec] = []
         self._runnables: list[tuple[Runnable, bool]] = []
         self._healthz: dict[str, Callable[[], bool]] = {"ping": lambda: True}
         self._readyz: dict[str, Callable[[], bool]] = {"informers": self._informers_synced}
         if self._sharded is not None:
             self._readyz["sharding"] = self._sharded.coordinator.ready
+        self._init_cache_entries(read_your_writes_timeout, stale_watch_threshold)
         self._lock = threading.Lock()
         self._state = _State.NEW
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -318,7 +267,7 @@ class Manager(_WebhookEntries):
         self._servers: list[MetricsServer] = []
         self._elector: LeaderElector | None = None
         self._controllers: list[Controller] = []
-        self._leader_runnables: _Runnables | None = None
+        self._leader_runnables: Runnables | None = None
         self._leading = False
         self._failure: BaseException | None = None
         self._finished: asyncio.Event | None = None
@@ -401,17 +350,6 @@ class Manager(_WebhookEntries):
         ResourceInfo (see :meth:`SharedInformerFactory.informer_for
         <kubereflector.SharedInformerFactory.informer_for>`, which raises the same)."""
         return self._factory.informer_for(resource)
-
-    @overload
-    def lister_for(self, resource: type[ModelT]) -> Lister[ModelT]: ...
-
-    @overload
-    def lister_for(self, resource: str | ResourceInfo) -> Lister[KubeObject]: ...
-
-    def lister_for(self, resource: str | ResourceInfo | type[ModelT]) -> Lister[Any]:
-        """The lister over the shared cache of ``resource``: what reconcilers read
-        (``manager.lister_for(Pod)`` is a ``Lister[Pod]``; see :meth:`informer_for`)."""
-        return self._factory.lister_for(resource)
 
     @property
     def metrics_url(self) -> str | None:
@@ -519,18 +457,18 @@ class Manager(_WebhookEntries):
         ``ValueError`` for a name already registered. Unknown resource names
         are reported by :meth:`run`.
         """
-        if not _is_resource(for_):
+        if not is_resource(for_):
             raise TypeError(f"for_ is a resource name or a model, not {for_!r}")
         owns_t = tuple(owns) if not isinstance(owns, str) else (owns,)
         for owned in owns_t:
-            if not _is_resource(owned):
+            if not is_resource(owned):
                 raise TypeError(f"owns takes resource names or models, not {owned!r}")
         watches_t: list[tuple[str | type[KubeObject], Mapper]] = []
         for watch in watches:
             if (
                 not isinstance(watch, tuple)
                 or len(watch) != 2
-                or not _is_resource(watch[0])
+                or not is_resource(watch[0])
                 or not callable(watch[1])
             ):
                 raise TypeError(
@@ -560,7 +498,7 @@ class Manager(_WebhookEntries):
                         "give this one another name="
                     )
                 self._specs.append(
-                    _Spec(
+                    Spec(
                         fn,
                         for_,
                         owns_t,
@@ -647,6 +585,7 @@ class Manager(_WebhookEntries):
             self._finished = asyncio.Event()
             if self._stop_requested:
                 self._stop_event.set()
+        self._attach_cache_entries(loop)
         try:
             await self._factory.__aenter__()
         except BaseException:
@@ -659,6 +598,7 @@ class Manager(_WebhookEntries):
             await self._finished.wait()  # run() in another task: let it finish first
         self._state = _State.STOPPED
         try:
+            await self._detach_cache_entries(self._graceful_timeout)
             await self._factory.shutdown()
         finally:
             if self._owns_client:
@@ -701,13 +641,15 @@ class Manager(_WebhookEntries):
         assert self._stop_event is not None
         work: asyncio.Task[None] | None = None
         await self._start_servers()
-        everywhere = _Runnables([r for r, leader_only in self._runnables if not leader_only], self)
+        everywhere = self._runnables_of(
+            [r for r, leader_only in self._runnables if not leader_only]
+        )
         try:
             plans = [await self._plan(spec) for spec in self._specs]
             if self._sharded is not None:
                 # Join first: the caches start with this replica's share.
                 await self._sharded.coordinator.start()
-                everywhere = _Runnables([self._sharded.coordinator, *everywhere.runnables], self)
+                everywhere = self._runnables_of([self._sharded.coordinator, *everywhere.runnables])
             self._factory.start()
             everywhere.start()
             if self._leader_election is None:
@@ -806,7 +748,7 @@ class Manager(_WebhookEntries):
             await server.start()
             self._servers.append(server)
 
-    async def _plan(self, spec: _Spec) -> Callable[[], Controller]:
+    async def _plan(self, spec: Spec) -> Callable[[], Controller]:
         """Resolve a spec's names and make its informers; a maker of its Controller
         (one per leadership term)."""
         info, informer = await self._informer_of(spec.for_)
@@ -833,6 +775,7 @@ class Manager(_WebhookEntries):
                 clock=self._clock,
                 metrics=self.metrics,
                 gate=gate,
+                own_writes=self._own_writes,
             )
             if sharded is not None and gate is not None:
                 sharded.attach(controller, gate)
@@ -860,7 +803,7 @@ class Manager(_WebhookEntries):
         self._leading = True
         self._elected.set()
         tasks = {asyncio.create_task(c.run(), name=f"controller {c.name}") for c in controllers}
-        leader_only = _Runnables([r for r, leader_only in self._runnables if leader_only], self)
+        leader_only = self._runnables_of([r for r, leader_only in self._runnables if leader_only])
         self._leader_runnables = leader_only
         try:
             pending = tasks | leader_only.start()  # (a runnable's failure is its own to report)
@@ -900,30 +843,15 @@ class Manager(_WebhookEntries):
         self, plans: list[Callable[[], Controller]], options: LeaderElection
     ) -> None:
         namespace = options.namespace or self._namespace or _pod_namespace() or "default"
-        lock = LeaseLock(
-            self._client,
-            namespace=namespace,
-            name=options.name,
-            identity=options.identity or default_identity(),
-        )
 
         async def lead() -> None:
             await self._lead(plans)
 
-        elector = LeaderElector(
-            lock,
-            lease_duration=options.lease_duration,
-            renew_deadline=options.renew_deadline,
-            retry_period=options.retry_period,
-            release_on_cancel=options.release_on_cancel,
-            on_started_leading=lead,
-            on_new_leader=lambda identity: logger.info("new leader: %s", identity),
-            name=options.name,  # the metrics' label, as controller-runtime's leader election ID
-            clock=self._clock,
-            metrics=self.metrics.leader_election(),
+        elector, lock = _new_elector(
+            self._client, options, namespace, lead, clock=self._clock, metrics=self.metrics
         )
         self._elector = elector
-        self._healthz["leader-election"] = lambda: elector.check(_LEADER_HEALTH_TOLERANCE)
+        self._healthz["leader-election"] = lambda: elector.check(LEADER_HEALTH_TOLERANCE)
         while True:
             await elector.run()
             if self._stop_requested:
@@ -940,51 +868,13 @@ class Manager(_WebhookEntries):
                 )
             logger.warning("lost lease %s; campaigning again", lock.describe())
 
+    def _runnables_of(self, runnables: list[Runnable]) -> Runnables:
+        return Runnables(runnables, self._clock, self._runnable_failed)
+
+    def _runnable_failed(self, err: BaseException) -> None:
+        self._failure = self._failure or err
+        self.stop()
+
     def __repr__(self) -> str:
         names = ", ".join(s.name for s in self._specs)
         return f"<Manager {self._state.value} reconcilers=[{names}] leading={self._leading}>"
-
-
-class _Runnables:
-    """Runnables started together and stopped together, on the manager's loop; one
-    that fails stops the manager with its error."""
-
-    def __init__(self, runnables: list[Runnable], manager: Manager) -> None:
-        self.runnables = runnables
-        self._manager = manager
-        self._stopping = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    def start(self) -> set[asyncio.Task[None]]:
-        """Start each runnable in a task of its own; returns the tasks."""
-        for runnable in self.runnables:
-            task = asyncio.create_task(
-                runnable.run(self._stopping), name=f"runnable {type(runnable).__name__}"
-            )
-            task.add_done_callback(self._ended)
-            self._tasks.add(task)
-        return set(self._tasks)
-
-    def _ended(self, task: asyncio.Task[None]) -> None:
-        err = None if task.cancelled() else task.exception()
-        if err is not None:
-            logger.error("%s failed: %s", task.get_name(), err, exc_info=err)
-            self._manager._failure = self._manager._failure or err
-            self._manager.stop()
-
-    async def stop(self, timeout: float) -> bool:
-        """Ask them to stop and wait up to ``timeout`` seconds on the manager's clock;
-        returns whether all ended (the rest are left to :meth:`cancel`)."""
-        self._stopping.set()
-        if not self._tasks:
-            return True
-        with contextlib.suppress(TimeoutError):
-            await within(self._manager._clock, timeout, asyncio.wait(self._tasks))
-        return all(task.done() for task in self._tasks)
-
-    async def cancel(self) -> None:
-        """Cancel those still running and wait for them."""
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(self._tasks)

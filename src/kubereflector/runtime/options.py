@@ -1,16 +1,27 @@
 """How a controller reconciles: :class:`ControllerOptions`, one immutable value
 taken by :meth:`Manager.reconciler <kubereflector.runtime.Manager.reconciler>` and
 by :class:`~kubereflector.runtime.Controller` (controller-runtime's
-``controller.Options``)."""
+``controller.Options``); and how a Manager's informers list and watch:
+:class:`InformerOptions`."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..workqueue import RateLimiter
 from .reconcile import Request
 
-__all__ = ["ControllerOptions"]
+if TYPE_CHECKING:
+    from ..cache.compact import ObjectMode
+    from ..cache.delta_fifo import TransformFunc
+    from ..cache.reflector import ReflectorOptions
+    from ..factory import TweakListOptionsFunc
+
+__all__ = ["ControllerOptions", "InformerOptions"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +42,22 @@ class ControllerOptions:
     the workqueue's ``default_controller_rate_limiter()``: per request exponential
     from 5 ms up to 1000 s, and overall at most 10 per second after a burst of 100)."""
 
+    reconcile_timeout: float | None = None
+    """Seconds a reconcile may run (``None``: no limit, controller-runtime's default).
+    A coroutine reconcile running longer is cancelled; a plain function, which a thread
+    cannot interrupt, is waited for and its result dropped. Either way the timeout is
+    logged, counted in ``controller_runtime_reconcile_timeouts_total`` and the request
+    retried after the rate limiter's backoff (controller-runtime's
+    ``ReconciliationTimeout``)."""
+
+    requeue_on_own_writes: bool = False
+    """Whether the watch events of the controller's own writes (through a Manager's
+    client) queue the request whose reconcile made them again. ``False``: they do not,
+    since that reconcile knew the state it wrote (a reconcile that wants another pass
+    returns ``Result(requeue_after=0)``); this is what keeps the initial backlog at one
+    reconcile per object. ``True``: they do, as in controller-runtime. Other requests an
+    event maps to are queued either way (see :mod:`kubereflector.runtime.read_your_writes`)."""
+
     def __post_init__(self) -> None:
         workers = self.max_concurrent_reconciles
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -38,6 +65,21 @@ class ControllerOptions:
         limiter = self.rate_limiter
         if limiter is not None and not isinstance(limiter, RateLimiter):
             raise TypeError(f"rate_limiter must be a RateLimiter, not {type(limiter).__name__}")
+        timeout = self.reconcile_timeout
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise ValueError(
+                f"reconcile_timeout must be a finite number of seconds > 0 or None, not {timeout!r}"
+            )
+        if not isinstance(self.requeue_on_own_writes, bool):
+            raise TypeError(
+                "requeue_on_own_writes must be a bool, not "
+                f"{type(self.requeue_on_own_writes).__name__}"
+            )
 
 
 def _checked_options(options: object) -> ControllerOptions:
@@ -46,4 +88,40 @@ def _checked_options(options: object) -> ControllerOptions:
         return ControllerOptions()
     if not isinstance(options, ControllerOptions):
         raise TypeError(f"options must be ControllerOptions, not {type(options).__name__}")
+    return options
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InformerOptions:
+    """How a :class:`~kubereflector.runtime.Manager`'s informers list and watch: the
+    arguments of :class:`~kubereflector.SharedInformerFactory`, with its defaults and
+    meanings (the manager's ``namespace`` is its own argument). The factory checks
+    them when the manager is made (``TypeError``/``ValueError`` naming the field)."""
+
+    default_resync: float = 0
+    """Seconds between resyncs of every informer (``0``: none)."""
+    custom_resync: Mapping[str, float] | None = None
+    """Resync periods per resource name."""
+    reflector_options: ReflectorOptions | None = None
+    """How every informer lists, watches and recovers (``None``: the defaults)."""
+    custom_reflector_options: Mapping[str, ReflectorOptions] | None = None
+    """:class:`~kubereflector.ReflectorOptions` per resource name."""
+    object_mode: ObjectMode = "dict"
+    """``"dict"`` or ``"compact"`` (read-only objects, decoded lazily: less memory)."""
+    transform: TransformFunc | None = None
+    """Rewrites each object before it is cached (e.g. drops ``managedFields``)."""
+    tweak_list_options: TweakListOptionsFunc | None = None
+    """Rewrites every list's and watch's options (e.g. a label selector)."""
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The factory's keyword arguments."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def _checked_informers(options: object) -> InformerOptions:
+    """``options`` (``None``: the defaults); ``TypeError`` for anything else."""
+    if options is None:
+        return InformerOptions()
+    if not isinstance(options, InformerOptions):
+        raise TypeError(f"informers must be InformerOptions, not {type(options).__name__}")
     return options

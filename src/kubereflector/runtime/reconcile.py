@@ -8,7 +8,8 @@ or a :class:`Result`, or raises:
 
 * returns ``None`` or ``Result()``: done; the request's failure count is reset;
 * returns ``Result(requeue_after=s)``: reconcile again after ``s`` seconds
-  (failure count reset), unless a change queues it sooner;
+  (failure count reset), unless a change queues it sooner; ``Result(requeue_after=0)``:
+  again soon, through the rate limiter;
 * raises :class:`TerminalError`: logged, counted as an error, not retried
   (until a change queues the request again);
 * raises anything else: logged, counted as an error, and retried after the
@@ -58,11 +59,18 @@ class Request(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Result:
     """What a reconcile asks for next. ``requeue_after``: seconds after which to
-    reconcile the request again (``None``: only when something changes)."""
+    reconcile the request again (``None``: only when something changes; ``0``: soon,
+    through the rate limiter). ``priority``: the priority the request is queued at
+    again (for a requeue; higher first; ``None``: the priority it was queued at, as
+    controller-runtime's ``Result.Priority``)."""
 
     requeue_after: float | None = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
+        priority = self.priority
+        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+            raise ValueError(f"Result.priority must be an integer or None, not {priority!r}")
         after = self.requeue_after
         if after is not None and (
             isinstance(after, bool)

@@ -1,5 +1,6 @@
 """Test doubles for code built on kubereflector: a fake clock, an in-memory source and
-an HTTP API server emulator.
+an HTTP API server emulator; and the cache mutation detector's check,
+:func:`check_cache_mutations` (client-go's ``KUBE_CACHE_MUTATION_DETECTOR``).
 
 Public and typed: use them to test your own controllers without a cluster.
 :class:`FakeControllerSource` and :class:`ApiServerEmulator` are imported on
@@ -11,13 +12,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..cache._mutation_detector import CacheMutationError, check_cache_mutations
 from .clock import FakeClock, settle
 
 if TYPE_CHECKING:
     from .apiserver import ApiServerEmulator
     from .fake_source import FakeControllerSource
 
-__all__ = ["ApiServerEmulator", "FakeClock", "FakeControllerSource", "settle"]
+__all__ = [
+    "ApiServerEmulator",
+    "CacheMutationError",
+    "FakeClock",
+    "FakeControllerSource",
+    "check_cache_mutations",
+    "settle",
+]
 
 
 def __getattr__(name: str) -> Any:

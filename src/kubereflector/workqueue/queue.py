@@ -33,6 +33,7 @@ from .._aio.wakeup import (
     pop_blocking_thread,
     pop_nowait,
 )
+from .._compiled import caused_by, mypyc_attr
 from ..clock import Clock, RealClock
 from .metrics import MetricsProvider, _queue_metrics
 
@@ -41,6 +42,7 @@ __all__ = ["NotProcessingError", "QueueEmpty", "QueueShutDown", "WorkQueue"]
 T = TypeVar("T", bound=Hashable)
 
 
+@mypyc_attr(native_class=False)
 class QueueShutDown(QueueClosed):
     """The work queue was shut down and holds nothing more to hand out.
 
@@ -49,6 +51,7 @@ class QueueShutDown(QueueClosed):
     """
 
 
+@mypyc_attr(native_class=False)
 class NotProcessingError(ValueError):
     """``done(item)`` for an item that no worker was handed (or that is done already)."""
 
@@ -57,6 +60,7 @@ def _nothing(_: None) -> None:
     return None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WorkQueue(Generic[T]):
     """client-go's work queue (``TypedInterface``) with priorities.
 
@@ -270,6 +274,32 @@ class WorkQueue(Generic[T]):
             self._lock, self._waiters, self._ready_locked, self._get_locked, None
         )
 
+    def _get_with_priority_locked(self, _: None = None) -> tuple[T, int]:
+        """:meth:`_get_locked`, with the priority the item was queued at."""
+        if self._stale or len(self._order) > 1:
+            item = self._next_by_priority_locked()
+        else:
+            item = self._default.popleft()
+        priority = self._queued.pop(item)
+        self._processing.add(item)
+        if self._metrics is not None:
+            self._metrics.get(item)
+        return item, priority
+
+    async def get_with_priority(self) -> tuple[T, int]:
+        """:meth:`get`, and the priority the item was queued at (controller-runtime's
+        ``GetWithPriority``): a worker that queues the item again keeps it there."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._queued:
+                return self._get_with_priority_locked()
+        finally:
+            lock.release()
+        return await pop_blocking(
+            self._lock, self._waiters, self._ready_locked, self._get_with_priority_locked, None
+        )
+
     def get_nowait(self) -> T:
         """The next item if one is queued (marked as being processed), else raise
         :class:`QueueEmpty`; :class:`QueueShutDown` once shut down and empty."""
@@ -299,10 +329,13 @@ class WorkQueue(Generic[T]):
             try:
                 self._processing.remove(item)
             except KeyError:
-                raise NotProcessingError(
-                    f"done({item!r}) on {self._describe()}: that item is not being processed "
-                    "(done twice, or never handed out)"
-                ) from None
+                raise caused_by(  # noqa: B904 (the cause is set: mypyc drops `from`)
+                    NotProcessingError(
+                        f"done({item!r}) on {self._describe()}: that item is not being processed "
+                        "(done twice, or never handed out)"
+                    ),
+                    None,
+                )
             if self._metrics is not None:
                 self._metrics.done(item)
             if self._readd:

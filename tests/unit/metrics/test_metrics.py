@@ -119,6 +119,18 @@ def test_leader_election_and_rest_client_metrics() -> None:
     assert value(metrics, latency, verb="GET", host="10.0.0.1") == 3
 
 
+def test_the_lifecycle_counters_of_a_controller() -> None:
+    metrics = Metrics(process=False)
+    recorder = metrics.controller("c")
+    recorder.timed_out()
+    recorder.conflicted()
+    recorder.conflicted()
+    recorder.stale()
+    assert value(metrics, "controller_runtime_reconcile_timeouts_total", controller="c") == 1
+    assert value(metrics, "kubereflector_reconcile_conflicts_total", controller="c") == 2
+    assert value(metrics, "kubereflector_reconcile_stale_reads_total", controller="c") == 1
+
+
 def test_registries_are_separate_unless_shared() -> None:
     a, b = Metrics(process=False), Metrics(process=False)
     a.controller("c").reconciled("success", 0.1)
@@ -144,12 +156,16 @@ async def test_informer_metrics_are_read_at_scrape_time() -> None:
     source = FakeControllerSource()
     for i in range(3):
         source.add({"metadata": {"name": f"cm-{i}", "namespace": "ns"}})
-    informer = SharedIndexInformer(source, clock=FakeClock())
+    clock = FakeClock()
+    informer = SharedIndexInformer(source, clock=clock)
     metrics = Metrics(process=False)
     metrics.add_informers(lambda: {"configmaps": informer})
     assert value(metrics, "kubereflector_informer_synced", resource="configmaps") == 0
     assert math.isnan(
         value(metrics, "kubereflector_informer_last_sync_resource_version", resource="configmaps")
+    )
+    assert math.isnan(
+        value(metrics, "kubereflector_informer_last_event_age_seconds", resource="configmaps")
     )
     task = asyncio.create_task(informer.run())
     try:
@@ -168,6 +184,12 @@ async def test_informer_metrics_are_read_at_scrape_time() -> None:
         assert got["deltas_total"] == 4
         assert got["last_sync_resource_version"] == float(source.resource_version)
         assert got["pending_notifications"] == 0
+        assert got["last_event_age_seconds"] == 0
+        await clock.advance(12)
+        assert (
+            value(metrics, "kubereflector_informer_last_event_age_seconds", resource="configmaps")
+            == 12
+        )
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

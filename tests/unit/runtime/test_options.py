@@ -14,6 +14,33 @@ def test_defaults_are_controller_runtimes() -> None:
     options = ControllerOptions()
     assert options.max_concurrent_reconciles == 1
     assert options.rate_limiter is None
+    assert options.reconcile_timeout is None
+    assert options.requeue_on_own_writes is False  # the one departure: see read_your_writes
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("inf"), float("nan"), True, "5"])
+def test_a_reconcile_timeout_is_a_positive_finite_number(timeout: object) -> None:
+    with pytest.raises(ValueError, match="reconcile_timeout must be a finite number"):
+        ControllerOptions(reconcile_timeout=timeout)  # type: ignore[arg-type]
+    assert ControllerOptions(reconcile_timeout=2.5).reconcile_timeout == 2.5
+
+
+def test_informer_options_are_the_factorys_arguments() -> None:
+    import inspect
+
+    from kubereflector import SharedInformerFactory
+    from kubereflector.runtime import InformerOptions
+
+    factory_arguments = set(inspect.signature(SharedInformerFactory).parameters)
+    options = InformerOptions(object_mode="compact", default_resync=30)
+    assert set(options.as_kwargs()) <= factory_arguments
+    assert options.as_kwargs()["object_mode"] == "compact"
+    # The namespace is the manager's own argument; wrap_lister_watcher is its sharding's.
+    assert set(options.as_kwargs()) == factory_arguments - {
+        "client_or_config",
+        "namespace",
+        "wrap_lister_watcher",
+    }
 
 
 @pytest.mark.parametrize("workers", [0, -1, True, 1.5, "2"])

@@ -86,25 +86,46 @@ def test_the_remove_patch_removes_only_ours() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_new_object_gets_the_finalizer_and_apply_waits_for_the_change() -> None:
-    calls: list[str] = []
+async def test_a_new_object_gets_the_finalizer_then_apply_runs_on_it_as_patched() -> None:
+    seen: list[Any] = []
 
     async def apply(o: Any) -> Result:
-        calls.append("apply")
+        seen.append(copy.deepcopy(o))
         return Result(requeue_after=60)
 
     async def cleanup(o: Any) -> Result:
-        calls.append("cleanup")
-        return Result()
+        raise AssertionError("no cleanup for a live object")
 
-    api = Api(obj())
-    assert await finalizer(api, NAME, api.current, apply=apply, cleanup=cleanup) is None
-    assert calls == []
-    assert api.current["metadata"]["finalizers"] == [NAME]
-    # The next reconcile sees the finalizer: apply runs, its result is returned.
+    api = Api(obj("other"))
+    # One call adds the finalizer and goes on to apply (no echo needed to continue).
     assert await finalizer(api, NAME, api.current, apply=apply, cleanup=cleanup) == Result(60)
-    assert calls == ["apply"]
+    assert api.current["metadata"]["finalizers"] == ["other", NAME]
+    assert [o["metadata"]["finalizers"] for o in seen] == [["other", NAME]]
+    # The next reconcile sees the finalizer: apply again, nothing patched.
+    assert await finalizer(api, NAME, api.current, apply=apply, cleanup=cleanup) == Result(60)
+    assert len(seen) == 2
     assert len(api.patches) == 1
+
+
+@pytest.mark.asyncio
+async def test_apply_after_the_add_gets_the_object_with_the_finalizer_from_any_answer() -> None:
+    """A patcher answering something other than the object (a test double's None):
+    apply still gets the object with the finalizer added, not the one before."""
+
+    class Quiet(Api):
+        async def patch(self, name: str, patch: Any, *, type: str = "merge") -> Any:
+            self.patch_sync(name, patch, type=type)
+            return None
+
+    seen: list[Any] = []
+
+    async def apply(o: Any) -> None:
+        seen.append(o)
+
+    before = obj()
+    await finalizer(Quiet(before), NAME, before, apply=apply, cleanup=apply)
+    assert seen[0]["metadata"]["finalizers"] == [NAME]
+    assert "finalizers" not in before["metadata"]  # the caller's object is left as it was
 
 
 @pytest.mark.asyncio
@@ -137,11 +158,17 @@ async def test_deletion_runs_cleanup_then_removes_the_finalizer() -> None:
 def test_the_sync_twin() -> None:
     calls: list[str] = []
     api = SyncApi(obj())
-    assert finalizer_sync(api, NAME, api.current, apply=calls.append, cleanup=calls.append) is None
+
+    def apply(o: Any) -> str:
+        calls.append("apply")
+        return "applied"
+
+    assert finalizer_sync(api, NAME, api.current, apply=apply, cleanup=print) == "applied"
+    assert api.current["metadata"]["finalizers"] == [NAME]
     finalizer_sync(api, NAME, api.current, apply=lambda o: calls.append("apply"), cleanup=print)
     api.current["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     finalizer_sync(api, NAME, api.current, apply=print, cleanup=lambda o: calls.append("cleanup"))
-    assert calls == ["apply", "cleanup"]
+    assert calls == ["apply", "apply", "cleanup"]
     assert api.current["metadata"]["finalizers"] == []
 
     async def coroutine(o: Any) -> None:

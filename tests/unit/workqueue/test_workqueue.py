@@ -274,6 +274,28 @@ async def test_get_without_waiting_follows_priorities_and_raises() -> None:
     assert [await q.get(), await q.get()] == ["y", "x"]
 
 
+@pytest.mark.asyncio
+async def test_get_with_priority_hands_out_the_priority_an_item_was_queued_at() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("low", priority=-100)
+    q.add("raised", priority=-100)
+    q.add("raised", priority=3)
+    q.add("plain")
+    assert await q.get_with_priority() == ("raised", 3)
+    assert await q.get_with_priority() == ("plain", 0)
+    waiting = asyncio.create_task(q.get_with_priority())
+    assert await waiting == ("low", -100)
+    empty = asyncio.create_task(q.get_with_priority())
+    await settle()
+    q.done("low")
+    q.add("later", priority=7)
+    assert await asyncio.wait_for(empty, 5) == ("later", 7)
+    # Added again while processing: queued again at the priority asked then.
+    q.add("plain", priority=2)
+    q.done("plain")
+    assert await q.get_with_priority() == ("plain", 2)
+
+
 # -- shutting down -----------------------------------------------------------------------
 
 
