@@ -747,9 +747,9 @@ def _check_final(world: World) -> None:
 class _ErrorRecords(logging.Handler):
     """Records at ERROR or above from the library (the emulator's excluded), but the
     reconciler's injected failures, which the controller logs as errors, and the
-    elector's failed requests for the Lease (a create lost to the other replica, a
-    read or a release failing under the injected faults), which client-go logs as
-    errors too."""
+    elector's failed requests for the Lease (a create, a read or a release failing
+    under the injected faults), which client-go logs as errors too. (A create lost
+    to the other replica is a race, said at INFO.)"""
 
     EXPECTED = (
         "injected failure reconciling",

@@ -55,7 +55,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from .._aio.calls import is_coroutine_callable
 from ..clock import Clock, RealClock
-from ..errors import NotFoundError
+from ..errors import ApiError, NotFoundError
 from .lock import LeaderElectionRecord, ResourceLock, micro_time
 
 __all__ = [
@@ -394,9 +394,18 @@ class LeaderElector:
             try:
                 await lock.create(record)
             except Exception as err:
-                logger.error(
-                    "%s: could not create lock %s: %s", lock.identity, lock.describe(), err
-                )
+                if isinstance(err, ApiError) and err.reason == "AlreadyExists":
+                    # Candidates starting together: another one created it first (a
+                    # lost race, like a failed update); the next try reads it.
+                    logger.info(
+                        "%s: lock %s was created by another candidate first",
+                        lock.identity,
+                        lock.describe(),
+                    )
+                else:
+                    logger.error(
+                        "%s: could not create lock %s: %s", lock.identity, lock.describe(), err
+                    )
                 return False
             self._set_observed(record, at=sent)
             return True

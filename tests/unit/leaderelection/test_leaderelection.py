@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from kubereflector import ApiError, NotFoundError
+from kubereflector import AlreadyExistsError, ApiError, NotFoundError
 from kubereflector.leaderelection import LeaderElectionRecord, LeaderElector
 from kubereflector.testing import FakeClock, settle
 
@@ -33,6 +34,9 @@ class FakeLeaseServer:
         """The next write of these candidates hangs for ever (a dead connection)."""
         self.hold_answers_of: dict[str, asyncio.Event] = {}
         """Writes of these candidates are applied at once; the answer waits for the event."""
+        self.created_after_read: LeaderElectionRecord | None = None
+        """Written by a rival right after the next read that finds no record (two
+        candidates starting together)."""
 
     def write(self, record: LeaderElectionRecord) -> None:
         self.record = record
@@ -59,14 +63,19 @@ class FakeLock:
         if self._identity in self.server.hang_reads_of:
             await asyncio.Event().wait()
         if self.server.record is None:
+            rival, self.server.created_after_read = self.server.created_after_read, None
+            if rival is not None:
+                self.server.write(rival)
             raise NotFoundError(404, "NotFound", "leases.coordination.k8s.io not found")
         self.read_rv = self.server.rv
         return self.server.record
 
     async def create(self, record: LeaderElectionRecord) -> None:
         self.calls.append("create")
+        if self._identity in self.server.fail_writes_of:
+            raise ConnectionResetError("injected")
         if self.server.record is not None:
-            raise ApiError(409, "AlreadyExists", "already exists")
+            raise AlreadyExistsError(409, "AlreadyExists", "already exists")
         self.server.write(record)
         self.read_rv = self.server.rv
         await self._answer()
@@ -446,6 +455,36 @@ async def test_racing_candidates_exactly_one_wins(
     finally:
         for c in cands:
             await c.cancel()
+
+
+async def test_a_create_that_loses_the_race_is_no_error(
+    clock: FakeClock, server: FakeLeaseServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two candidates starting together both find no Lease; the second create is
+    told AlreadyExists: a lost race, said at INFO (as a failed update is), and the
+    next try reads the winner's record. Any other failure to create is an error."""
+    caplog.set_level(logging.INFO, logger="kubereflector.leaderelection")
+    server.created_after_read = LeaderElectionRecord("b", 15, "t0", "t0")
+    a = Candidate(server, "a", clock)
+    async with candidates(a):
+        assert a.lock.calls == ["get", "create"]
+        assert not a.elector.is_leader()
+        await clock.advance(2)  # one retry period
+        assert a.lock.calls == ["get", "create", "get"]
+        assert a.elector.get_leader() == "b"
+        assert not a.elector.is_leader()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert "a: lock ns/lease was created by another candidate first" in caplog.messages
+
+    caplog.clear()
+    other = FakeLeaseServer()
+    other.fail_writes_of.add("c")
+    c = Candidate(other, "c", clock)
+    async with candidates(c):
+        assert c.lock.calls == ["get", "create"]
+        assert not c.elector.is_leader()
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == ["c: could not create lock ns/lease: injected"]
 
 
 async def test_check_reports_a_stuck_leader(clock: FakeClock, server: FakeLeaseServer) -> None:
