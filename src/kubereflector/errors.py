@@ -213,8 +213,9 @@ class TruncatedStreamError(DecodeError):
     """A watch stream was cut off (the connection closed or broke inside an event).
 
     Nothing of the partial event is delivered. The Reflector re-watches from the
-    last resourceVersion after backoff, without a relist, as client-go does for an
-    unexpected EOF.
+    last resourceVersion at once, without a relist, as client-go does for an
+    unexpected EOF (its watch ends as if closed); a watch cut within a second
+    without an event is a very short watch, which ends the cycle.
     """
 
 

@@ -229,7 +229,8 @@ def is_internal_error(err: BaseException) -> bool:
 
 def is_watch_error_retriable(err: BaseException) -> bool:
     """Errors after which the watch is retried (after backoff) without relisting:
-    a refused connection, a 429, a stream cut off mid-event."""
+    a refused connection, a 429, a stream cut off mid-event (a watch-list's; a
+    watch's is re-opened at once, :func:`classify_watch_error`)."""
     return (
         is_connection_refused(err)
         or is_too_many_requests(err)
@@ -276,7 +277,10 @@ def classify_watch_error(err: BaseException, retry_internal: bool) -> WatchActio
 
     ``retry_internal`` is :meth:`InternalErrorRetry.should_retry` for ``err``.
     """
-    if isinstance(err, WatchStalledError):
+    if isinstance(err, (WatchStalledError, TruncatedStreamError)):
+        # A cut stream ends the watch as a close does (client-go's StreamWatcher
+        # closes quietly on an unexpected EOF): re-watch at once. (The loop makes
+        # one within a second and without an event a very short watch.)
         return WatchAction.REWATCH
     if is_invalid_resource_version(err):  # before the 500s: retrying the same RV is futile
         return WatchAction.RELIST_CURRENT

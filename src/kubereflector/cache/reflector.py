@@ -4,8 +4,9 @@ One cycle (:meth:`Reflector.list_and_watch`) gets the full state, either by a
 watch-list stream (``sendInitialEvents``) or by a paginated list, hands it to
 the store with a single ``replace``, then keeps watching from the last
 resourceVersion, applying each event with ``add``/``update``/``delete``.
-Watches that end normally, stall, hit a 429 or a refused connection are
-re-opened from the last resourceVersion without relisting; anything else
+Watches that end normally, are cut off or stall are re-opened at once from
+the last resourceVersion, and those that hit a 429 or a refused connection
+after backoff, without relisting; anything else
 (a 410 above all) ends the cycle, and :meth:`Reflector.run` starts the next one
 after backoff. The decisions live in :mod:`kubereflector.cache._relist`.
 
@@ -39,7 +40,7 @@ from typing import Any, Final
 from .._aio.tasks import cancel_and_wait
 from ..backoff import Backoff
 from ..clock import Clock, RealClock
-from ..errors import ApiError, error_from_status
+from ..errors import ApiError, TruncatedStreamError, error_from_status
 from . import _relist
 from ._gc import defer_full_collections
 from ._relist import (
@@ -525,6 +526,7 @@ class Reflector:
                 await self._relist_instead_of_replaying()
             self._position.watch_opened(watch_list)
             start = self.clock.now()
+            events_before = self._events
             try:
                 count = await self._stream(self._watch_options(watch_list), synced)
             except Exception as err:
@@ -535,6 +537,14 @@ class Reflector:
                     continue
                 watch_list = False
                 now = self.clock.now()
+                if (
+                    isinstance(err, TruncatedStreamError)
+                    and self._events == events_before
+                    and now - start < _relist.VERY_SHORT_WATCH
+                ):
+                    raise VeryShortWatchError(
+                        f"{self.name}: watch was cut within a second without an event ({err})"
+                    ) from err
                 self._internal_retry.after(err, now)
                 action = _relist.classify_watch_error(err, self._internal_retry.should_retry(now))
                 if action is WatchAction.RELIST_CURRENT:

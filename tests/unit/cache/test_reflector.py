@@ -22,6 +22,7 @@ from kubereflector import (
     ReflectorPhase,
     TooLargeResourceVersionError,
     TooManyRequestsError,
+    TruncatedStreamError,
     VeryShortWatchError,
     WatchEvent,
 )
@@ -322,6 +323,39 @@ async def test_a_watch_that_ends_normally_is_reopened_from_the_last_rv() -> None
         assert rvs(lw.watch_calls) == ["10", "11"]
         assert len(lw.list_calls) == 1
         assert errors == []
+
+
+async def test_a_watch_cut_off_is_reopened_at_once_whatever_the_backoff() -> None:
+    """A stream cut mid-stream (the server restarted, a proxy reset it) ends the
+    watch as a close does, as client-go's StreamWatcher does on an unexpected EOF:
+    re-watched at once from the last RV, even when the backoff has grown (it used
+    to wait that backoff, up to a minute, blind). Only one cut within a second and
+    without an event is a very short watch: backoff and a relist."""
+    lw = ScriptedListerWatcher()
+    lw.lists.append(ListResult([], "10"))
+    cut = TruncatedStreamError("truncated watch stream: Connection reset by peer")
+    lw.watches.extend([ConnectionRefusedError()] * 4)  # the backoff grows to 6.4 s
+    lw.watches.append([WatchEvent("ADDED", pod("c", "11")), cut])
+    gate = asyncio.Event()
+    lw.watches.append([gate, cut])  # lasted, no event: a cut all the same
+    lw.watches.append([cut])  # at once and empty: a very short watch
+    lw.lists.append(ListResult([], "12"))
+    reflector, store, clock, errors = make(lw)
+    async with running(reflector):
+        await clock.advance(0.8 + 1.6 + 3.2 + 6.4)
+        assert rvs(lw.watch_calls) == ["10"] * 5 + ["11"]
+        assert store.call_kinds() == ["replace", "add"]
+        await clock.advance(5)
+        gate.set()
+        await settle()
+        assert rvs(lw.watch_calls) == ["10"] * 5 + ["11", "11"]
+        assert errors and isinstance(errors[-1], VeryShortWatchError)
+        # The cycle ended: a relist after the next backoff.
+        assert clock.pending == [pytest.approx(clock.now() + 12.8)]
+        assert len(lw.list_calls) == 1
+        await clock.advance(12.8)
+        assert rvs(lw.list_calls) == ["0", "11"]
+        assert reflector.stats().watch_restarts == 6
 
 
 async def test_a_very_short_empty_watch_is_an_error() -> None:

@@ -83,7 +83,7 @@ def test_watch_timeout_is_spread_between_min_and_twice_min() -> None:
         (WatchStalledError(), False, WatchAction.REWATCH),
         (TooManyRequestsError(), False, WatchAction.BACKOFF_REWATCH),
         (ConnectionRefusedError(), False, WatchAction.BACKOFF_REWATCH),
-        (TruncatedStreamError("cut"), False, WatchAction.BACKOFF_REWATCH),
+        (TruncatedStreamError("cut"), False, WatchAction.REWATCH),
         (DecodeError("malformed line"), False, WatchAction.END_CYCLE),
         (ApiError(500, "InternalError"), True, WatchAction.BACKOFF_REWATCH),
         (ApiError(500, "InternalError"), False, WatchAction.END_CYCLE),
