@@ -62,6 +62,11 @@ async def lease_holder(target: Target, name: str) -> str:
     return str(lease["spec"].get("holderIdentity") or "")
 
 
+async def lease_renew_time(target: Target, name: str) -> str:
+    lease = await target.client.get(LEASES.object_path(target.namespace, name))
+    return str(lease["spec"].get("renewTime") or "")
+
+
 class Seen:
     """A coroutine reconciler recording requests; awaitable conditions on them."""
 
@@ -280,6 +285,16 @@ async def test_the_lease_is_kept_until_a_plain_reconcile_outliving_the_stop_retu
             assert not manager.is_leader()
             assert not task.done()
             assert await lease_holder(target, "kr-test-lease") == "a"
+            # However long it runs, the Lease is renewed meanwhile: had the renewals
+            # stopped, it would expire after lease_duration (15 s) and another
+            # replica take it while the reconcile still runs.
+            renewed = await lease_renew_time(target, "kr-test-lease")
+            for _ in range(80):  # 20 s of the fake clock, in real time enough for HTTP
+                await clock.advance(0.25)
+                await asyncio.sleep(0.02)
+            assert not task.done()
+            assert await lease_holder(target, "kr-test-lease") == "a"
+            assert await lease_renew_time(target, "kr-test-lease") != renewed
         finally:
             release.set()
         await asyncio.wait_for(task, WAIT)

@@ -32,9 +32,9 @@ What :meth:`Manager.run` does, in order:
 4. on SIGTERM or SIGINT (or :meth:`Manager.stop`) shuts down gracefully: stops
    handing out requests, waits up to ``graceful_shutdown_timeout`` seconds for
    the reconciles in flight (then cancels them; a plain-function reconcile
-   cannot be, and is waited for to its end, so that no two replicas reconcile
-   at once), releases the Lease (so another replica takes over at once), stops
-   the informers and servers, and returns.
+   cannot be, and is waited for to its end, the Lease still renewed, so that no
+   two replicas reconcile at once), releases the Lease (so another replica
+   takes over at once), stops the informers and servers, and returns.
 
 With ``sharding`` (a :class:`~kubereflector.runtime.sharding.Sharding`) instead
 of leader election, the controllers run on every replica, each reconciling the
@@ -269,6 +269,7 @@ class Manager(_CacheEntries, _WebhookEntries):
         self._controllers: list[Controller] = []
         self._leader_runnables: Runnables | None = None
         self._leading = False
+        self._controller_runs: set[asyncio.Task[None]] = set()
         self._failure: BaseException | None = None
         self._finished: asyncio.Event | None = None
         # Made here, not when run() starts: a wait_elected() awaited right after
@@ -803,6 +804,7 @@ class Manager(_CacheEntries, _WebhookEntries):
         self._leading = True
         self._elected.set()
         tasks = {asyncio.create_task(c.run(), name=f"controller {c.name}") for c in controllers}
+        self._controller_runs = tasks
         leader_only = self._runnables_of([r for r, leader_only in self._runnables if leader_only])
         self._leader_runnables = leader_only
         try:
@@ -826,11 +828,19 @@ class Manager(_CacheEntries, _WebhookEntries):
                 await asyncio.wait(tasks)
             await leader_only.cancel()
             self._controllers = []
+            self._controller_runs = set()
             self._leader_runnables = None
 
     async def _stop_controllers(self) -> None:
+        """The graceful part of a stop, while the Lease is still held (and renewed):
+        the reconciles in flight end (coroutines are cancelled after the graceful
+        timeout), then the controllers' runs, which end only once their plain-function
+        reconciles, which cannot be cancelled, have returned. Only then may the Lease
+        be given up: another replica would reconcile the same objects at once."""
         controllers = list(self._controllers)
+        runs = set(self._controller_runs)
         leader_only = self._leader_runnables
+        self._leading = False  # no controller hands out work any more
         waits = [c.stop(self._graceful_timeout) for c in controllers]
         if leader_only is not None:
             waits.append(leader_only.stop(self._graceful_timeout))
@@ -838,6 +848,11 @@ class Manager(_CacheEntries, _WebhookEntries):
             results = await asyncio.gather(*waits)
             if not all(results):
                 logger.warning("some work did not end within the graceful shutdown timeout")
+        if runs and not all(run.done() for run in runs):
+            logger.info(
+                "waiting for plain-function reconciles still running (they cannot be cancelled)"
+            )
+            await asyncio.wait(runs)
 
     async def _campaign(
         self, plans: list[Callable[[], Controller]], options: LeaderElection
