@@ -4,7 +4,9 @@
 
 :func:`manifests` returns, in the order ``kubectl apply -f`` needs them:
 
-* the CustomResourceDefinitions it is given (the operator's own kinds);
+* the CustomResourceDefinitions of the operator's own kinds: those declared in Python
+  that its manager names by their models (``ManagerDescription.custom_resources``),
+  generated from the declarations, and those it is given;
 * a ServiceAccount;
 * the RBAC the manager needs and nothing more (see
   :mod:`kubereflector.runtime.permissions`): a ClusterRole and ClusterRoleBinding for
@@ -108,8 +110,10 @@ def manifests(
     ``image``: the container image (its entrypoint runs the operator); ``replicas``:
     how many pods (more than one only makes sense with leader election);
     ``resources``: the container's requests and limits (default
-    :data:`DEFAULT_RESOURCES`). ``custom_resource_definitions`` and
-    ``webhook_configurations`` are put first and last, as given.
+    :data:`DEFAULT_RESOURCES`). The CRDs generated from ``description.custom_resources``
+    come first, then ``custom_resource_definitions`` as given (one given under the name
+    of a generated one replaces it: one with a conversion webhook, say);
+    ``webhook_configurations`` come last, as given.
 
     Raises ``ValueError`` for a ``name`` or ``namespace`` that is no DNS-1123 label,
     an empty ``image``, ``replicas`` below 1, or a manager serving on port 0.
@@ -123,7 +127,14 @@ def manifests(
     metrics_port = _port("metrics_port", description.metrics_port)
     health_port = _port("health_port", description.health_port)
     labels = _labels(name)
-    out: list[Manifest] = [dict(crd) for crd in custom_resource_definitions]
+    given = [dict(crd) for crd in custom_resource_definitions]
+    named = {(crd.get("metadata") or {}).get("name") for crd in given}
+    out: list[Manifest] = [
+        dict(resource.manifest())
+        for resource in description.custom_resources
+        if resource.name not in named
+    ]
+    out.extend(given)
     account: ServiceAccount = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
