@@ -521,9 +521,9 @@ class Manager(_CacheEntries, _WebhookEntries):
     def describe(self) -> ManagerDescription:
         """What this manager needs to run in a cluster, from its registrations: the
         RBAC rules (see :mod:`kubereflector.runtime.permissions`), the custom resources
-        declared in Python that it names by their models, and the ports it serves; what
-        ``kubereflector manifests`` prints. Needs no server; raises ``LookupError`` for a
-        resource name that cannot be resolved without one."""
+        declared in Python that it names by their models, the ports it serves and the
+        webhooks it serves; what ``kubereflector manifests`` prints. Needs no server;
+        raises ``LookupError`` for a resource name that cannot be resolved without one."""
         with self._lock:
             specs = list(self._specs)
         election = self._leader_election
@@ -536,6 +536,7 @@ class Manager(_CacheEntries, _WebhookEntries):
         sharding = None
         if self._sharded is not None:
             sharding = (self._sharded.coordinator.options.namespace or self._namespace,)
+        server = self._webhook_server
         return ManagerDescription(
             namespace=self._namespace,
             permissions=_permissions_for(
@@ -552,6 +553,10 @@ class Manager(_CacheEntries, _WebhookEntries):
                     *(c.hub for c in self._webhooks.conversions),
                 ]
             ),
+            webhook_port=None if server is None else server.port,
+            webhook_cert_dir=None if server is None else server.options.cert_dir,
+            admission_webhooks=tuple(self._webhooks.admission),
+            conversions=tuple(self._webhooks.conversions),
         )
 
     def add(self, runnable: Runnable, *, leader_only: bool = False) -> None:

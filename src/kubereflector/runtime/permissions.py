@@ -52,13 +52,15 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..models import ApiResource, resource_of
 
 if TYPE_CHECKING:
     from ..models.crd import CustomResource
     from ..models.rbac_authorization_v1 import PolicyRule
+    from .webhooks.admission import AdmissionWebhook
+    from .webhooks.conversion import Conversion
 
 __all__ = [
     "ManagerDescription",
@@ -473,7 +475,10 @@ class ManagerDescription:
     (:mod:`kubereflector.models.crd`) whose model classes its reconcilers (``for_``,
     ``owns``, ``watches``) and webhooks name, one per kind, in registration order
     (their CRDs are what :func:`~kubereflector.runtime.manifests.manifests` installs
-    first).
+    first); ``webhook_port``: where it serves its webhooks (``None``: it serves none),
+    ``webhook_cert_dir``: the directory its webhook server reads its certificate from
+    (``None``: it makes a self-signed one), ``admission_webhooks`` and ``conversions``:
+    what it serves there, in registration order.
     """
 
     namespace: str | None
@@ -483,3 +488,7 @@ class ManagerDescription:
     health_port: int | None = None
     graceful_shutdown_timeout: float = 30.0
     custom_resources: tuple[CustomResource, ...] = ()
+    webhook_port: int | None = None
+    webhook_cert_dir: str | None = None
+    admission_webhooks: tuple[AdmissionWebhook[Any], ...] = ()
+    conversions: tuple[Conversion[Any], ...] = ()
