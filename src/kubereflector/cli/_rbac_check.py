@@ -148,9 +148,12 @@ def _without_webhooks(objects: Sequence[Manifest], ctx: CommandContext) -> list[
             ctx.err(f"kubereflector: not applied to the emulator: {obj['kind']}")
             continue
         spec = obj.get("spec")
-        if obj.get("kind") == "CustomResourceDefinition" and isinstance(spec, dict):
-            if (spec.get("conversion") or {}).get("strategy") == "Webhook":
-                obj = {**obj, "spec": {**spec, "conversion": {"strategy": "None"}}}
+        if (
+            obj.get("kind") == "CustomResourceDefinition"
+            and isinstance(spec, dict)
+            and (spec.get("conversion") or {}).get("strategy") == "Webhook"
+        ):
+            obj = {**obj, "spec": {**spec, "conversion": {"strategy": "None"}}}
         kept.append(obj)
     return kept
 
