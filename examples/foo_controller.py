@@ -350,12 +350,12 @@ async def run(args: argparse.Namespace) -> None:
         if args.install:
             await install_crd(manager.client)
         running = asyncio.create_task(manager.run())  # until SIGTERM or Ctrl-C
-        if manager.webhook_server is not None:
+        if manager.webhook_server is not None:  # (installed first, with --install)
             serving = asyncio.create_task(manager.webhook_server.wait_serving())
             await asyncio.wait({running, serving}, return_when=asyncio.FIRST_COMPLETED)
-            serving.cancel()
-            if serving.done() and not serving.cancelled():
+            if serving.done():
                 print(f"serving Foo webhooks at {manager.webhook_server.url}", flush=True)
+            serving.cancel()
         await running
 
 
