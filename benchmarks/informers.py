@@ -16,7 +16,9 @@ Servers, each in its own process, over HTTP:
 - with ``--kubeconfig``, a real cluster (e.g. the kube-apiserver v1.28.7 of
   ``../shared/real-apiserver``): a namespace ``kr-bench-<pods>`` gets
   ``--pods`` Pods once (with their status: ~7 KB each), reused by later runs,
-  for the initial sync (both protocols) and the memory.
+  for the initial sync (both protocols) and the memory; and raw readers of the
+  same list and watch-list in JSON and in protobuf (every byte read, nothing
+  decoded): the server's share of each sync, and what protobuf could save.
 
 Every case runs in a fresh process (imports done before the clock starts);
 cases are run ``--repeat`` times, interleaved, and the median run is kept
@@ -293,6 +295,10 @@ REAL_CASES: Final = [
     "sync-kubereflector-list",
     "sync-kubereflector-compact",
     "sync-kubereflector-compact-list",
+    "sync-raw-list-json",
+    "sync-raw-list-protobuf",
+    "sync-raw-watchlist-json",
+    "sync-raw-watchlist-protobuf",
 ]
 
 
