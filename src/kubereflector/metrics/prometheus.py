@@ -107,8 +107,8 @@ RECONCILE_TIMEOUTS_TOTAL: Final = "controller_runtime_reconcile_timeouts_total"
 """Reconciles that ran past ``ControllerOptions.reconcile_timeout``, by ``controller``: a
 counter."""
 RECONCILE_CONFLICTS_TOTAL: Final = "kubereflector_reconcile_conflicts_total"
-"""Reconciles that failed with a 409 Conflict and were retried, by ``controller``: a counter
-(they count as errors too)."""
+"""Reconciles that failed with a 409 (Conflict, or AlreadyExists: a create the cache had not
+seen yet) and were retried, by ``controller``: a counter (they count as errors too)."""
 RECONCILE_STALE_TOTAL: Final = "kubereflector_reconcile_stale_reads_total"
 """Reconciles postponed, or failed with ``StaleReadError``, because the cache had not seen
 the request's own writes in time, by ``controller``: a counter."""

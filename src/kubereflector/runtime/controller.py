@@ -15,7 +15,8 @@ controller-runtime's ``pkg/internal/controller``, on kubereflector's informers a
   through the rate limiter); :class:`~kubereflector.runtime.TerminalError`:
   logged, not retried; any other exception: logged and retried after the rate
   limiter's per-request backoff. A :class:`~kubereflector.ConflictError` (a write
-  based on a stale read) and a
+  based on a stale read), an :class:`~kubereflector.AlreadyExistsError` (a create of
+  an object the cache had not seen yet) and a
   :class:`~kubereflector.runtime.StaleReadError` are retried the same way but
   logged as one line at INFO: retrying is their cure.
 * **Timeouts.** With ``ControllerOptions(reconcile_timeout=s)``, a coroutine
@@ -65,7 +66,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from .._aio.calls import is_coroutine_callable
 from ..cache.shared_informer import Registration, SharedIndexInformer, wait_for_cache_sync
 from ..clock import Clock, RealClock
-from ..errors import ConflictError
+from ..errors import AlreadyExistsError, ConflictError
 from ..workqueue import QueueShutDown, RateLimitingQueue
 from ._context import ReconcileContext, reconciling
 from .gate import GateTicket, ReconcileGate, ReconcileRevokedError
@@ -477,8 +478,8 @@ class Controller:
             metrics.reconciled(_RESULT_ERROR, time.perf_counter() - started)
             queue.add_rate_limited(request, priority=priority)
             return
-        except (ConflictError, StaleReadError) as err:
-            if isinstance(err, ConflictError):
+        except (ConflictError, AlreadyExistsError, StaleReadError) as err:
+            if isinstance(err, (ConflictError, AlreadyExistsError)):
                 metrics.conflicted()
             else:
                 metrics.stale()

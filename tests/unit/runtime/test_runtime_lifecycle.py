@@ -12,7 +12,7 @@ import threading
 import pytest
 from test_runtime_controller import CONFIGMAPS, WAIT, Reconciler, cm, req, running
 
-from kubereflector import ConflictError, SharedIndexInformer
+from kubereflector import AlreadyExistsError, ApiError, ConflictError, SharedIndexInformer
 from kubereflector.metrics import Metrics
 from kubereflector.runtime import Controller, ControllerOptions, Request, Result
 from kubereflector.testing import FakeClock, FakeControllerSource, settle
@@ -184,15 +184,22 @@ async def test_workers_start_once_the_handlers_have_queued_the_whole_initial_lis
     assert queued_at_first == [count - 1]
 
 
+@pytest.mark.parametrize(
+    "conflict",
+    [
+        ConflictError(409, "Conflict", "the object has been modified"),
+        AlreadyExistsError(409, "AlreadyExists", 'configmaps "b" already exists'),
+    ],
+    ids=["Conflict", "AlreadyExists"],
+)
 async def test_a_conflict_is_retried_and_logged_as_one_line_below_error(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, conflict: ApiError
 ) -> None:
     caplog.set_level(logging.INFO, "kubereflector.runtime")
     clock = FakeClock()
     source = FakeControllerSource()
     source.add(cm("a"))
     reconcile = Reconciler()
-    conflict = ConflictError(409, "Conflict", "the object has been modified")
     reconcile.results[req("a")] = [conflict, None]
     limiter = ItemExponentialFailureRateLimiter[Request](base_delay=1, max_delay=100)
     metrics = Metrics(process=False)
