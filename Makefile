@@ -148,7 +148,8 @@ BENCH_KUBECONFIG ?=
 define run-benchmarks
 	@for script in benchmarks/[!_]*.py; do \
 		echo "== $$script ($(2))"; \
-		if [ "$$script" = benchmarks/informers.py ] && [ -n "$(BENCH_KUBECONFIG)" ]; then \
+		if [ -n "$(BENCH_KUBECONFIG)" ] && { [ "$$script" = benchmarks/informers.py ] || \
+			[ "$$script" = benchmarks/controller_loop.py ]; }; then \
 			$(1) $$script --kubeconfig "$(BENCH_KUBECONFIG)" || exit 1; \
 		else \
 			$(1) $$script || exit 1; \

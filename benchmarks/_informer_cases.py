@@ -317,6 +317,40 @@ async def sync_bare_list(ctx: Ctx) -> dict[str, Any]:
     return {"seconds": end - start, **recorder.between(start, end)}
 
 
+async def sync_raw(ctx: Ctx, protocol: str, watch_list: bool) -> dict[str, Any]:
+    """The server's share of a sync: the list at "0" (or the watch-list stream until its
+    ``initial-events-end`` bookmark) read to the last byte, nothing decoded, in JSON or
+    protobuf (``Accept: application/vnd.kubernetes.protobuf``, which kube-apiserver
+    encodes for built-in kinds)."""
+    accept = "application/vnd.kubernetes.protobuf" if protocol == "protobuf" else "application/json"
+    params = {"resourceVersion": "0"}
+    if watch_list:
+        params = {
+            "watch": "1",
+            "sendInitialEvents": "true",
+            "resourceVersionMatch": "NotOlderThan",
+            "allowWatchBookmarks": "true",
+        }
+    mark = b"k8s.io/initial-events-end"
+    size = 0
+    start = time.perf_counter()
+    async with (
+        await ctx.session() as session,
+        session.get(ctx.pods_url(), params=params, headers={"Accept": accept}) as response,
+    ):
+        if response.status != 200:
+            raise SystemExit(f"{ctx.pods_url()}: {response.status} {await response.text()}")
+        tail = b""
+        async for chunk in response.content.iter_any():
+            size += len(chunk)
+            if watch_list:
+                if mark in tail + chunk:
+                    break
+                tail = chunk[-len(mark) :]
+        end = time.perf_counter()
+    return {"seconds": end - start, "bytes": size}
+
+
 async def sync_bare_watchlist(ctx: Ctx) -> dict[str, Any]:
     import msgspec
 
@@ -791,6 +825,10 @@ CASES: dict[str, Callable[[Ctx], Any]] = {
     "sync-bare-watchlist": sync_bare_watchlist,
     "sync-kubereflector": sync_kubereflector,
     "sync-official": sync_official,
+    "sync-raw-list-json": lambda ctx: sync_raw(ctx, "json", watch_list=False),
+    "sync-raw-list-protobuf": lambda ctx: sync_raw(ctx, "protobuf", watch_list=False),
+    "sync-raw-watchlist-json": lambda ctx: sync_raw(ctx, "json", watch_list=True),
+    "sync-raw-watchlist-protobuf": lambda ctx: sync_raw(ctx, "protobuf", watch_list=True),
     "gc-none": lambda ctx: sync_kubereflector(ctx, "none"),
     "gc-pause": lambda ctx: sync_kubereflector(ctx, "pause"),
     "gc-freeze": lambda ctx: sync_kubereflector(ctx, "freeze"),

@@ -16,7 +16,9 @@ Servers, each in its own process, over HTTP:
 - with ``--kubeconfig``, a real cluster (e.g. the kube-apiserver v1.28.7 of
   ``../shared/real-apiserver``): a namespace ``kr-bench-<pods>`` gets
   ``--pods`` Pods once (with their status: ~7 KB each), reused by later runs,
-  for the initial sync (both protocols) and the memory.
+  for the initial sync (both protocols) and the memory; and raw readers of the
+  same list and watch-list in JSON and in protobuf (every byte read, nothing
+  decoded): the server's share of each sync, and what protobuf could save.
 
 Every case runs in a fresh process (imports done before the clock starts);
 cases are run ``--repeat`` times, interleaved, and the median run is kept
@@ -201,7 +203,8 @@ def main() -> None:
         "--only",
         metavar="CASE,...",
         help="run only these cases (comma-separated; see CASES) against the emulator and "
-        "the recorded server, and print their median runs",
+        "the recorded server (and, with --kubeconfig, those of the real-cluster rows "
+        "against it too), and print their median runs",
     )
     parser.add_argument("--case", choices=sorted(CASES), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -223,7 +226,6 @@ def main() -> None:
         os._exit(0)  # the official informer's thread blocks in a read: do not join it
 
     runner = Runner(args)
-    n, slow = args.repeat, args.official_repeat
     port, control_port, recorded_port = _free_port(), _free_port(), _free_port()
     print(
         f"starting the emulator with {args.pods:,} Pods and the recorded server with "
@@ -248,28 +250,41 @@ def main() -> None:
             args.events,
         )
         if args.only:
-            runner.median_of(_only(args.only), n, ctx)
-            return
-        sync = [
-            "sync-bare-list",
-            "sync-bare-watchlist",
-            "sync-kubereflector",
-            "sync-kubereflector-list",
-            "sync-kubereflector-compact",
-            "sync-kubereflector-compact-list",
-        ]
-        runner.median_of(sync + (GC_CASES if args.gc else []), n, ctx)
-        runner.median_of(["sync-official"], slow, ctx)
-        runner.median_of(WATCH_CASES, n, ctx)
-        runner.median_of(["watch-official"], slow, ctx)
-        runner.median_of([c for c in CASES if c.startswith("memory-")], 1, ctx)
-        runner.median_of(RELIST_CASES, n, ctx)
-        runner.median_of(["relist-official"], 1, ctx)
+            emulated = [case for case in _only(args.only) if case not in PROTOBUF_CASES]
+            runner.median_of(emulated, args.repeat, ctx)
+        else:
+            _emulated(runner, args, ctx)
+    if args.only:
+        real = [case for case in _only(args.only) if case in REAL_CASES]
+        if args.kubeconfig and real:
+            _real(runner, args, real)
+        return
     if args.scale_pods:
         _scale(runner, args)
     if args.kubeconfig:
-        _real(runner, args)
+        _real(runner, args, REAL_CASES)
+        _real_memory_and_official(runner, args)
     print_tables(runner.results, args)
+
+
+def _emulated(runner: Runner, args: argparse.Namespace, ctx: Ctx) -> None:
+    """Every case against the emulator and the recorded server."""
+    n, slow = args.repeat, args.official_repeat
+    sync = [
+        "sync-bare-list",
+        "sync-bare-watchlist",
+        "sync-kubereflector",
+        "sync-kubereflector-list",
+        "sync-kubereflector-compact",
+        "sync-kubereflector-compact-list",
+    ]
+    runner.median_of(sync + (GC_CASES if args.gc else []), n, ctx)
+    runner.median_of(["sync-official"], slow, ctx)
+    runner.median_of(WATCH_CASES, n, ctx)
+    runner.median_of(["watch-official"], slow, ctx)
+    runner.median_of([c for c in CASES if c.startswith("memory-")], 1, ctx)
+    runner.median_of(RELIST_CASES, n, ctx)
+    runner.median_of(["relist-official"], 1, ctx)
 
 
 WATCH_CASES: Final = [
@@ -286,6 +301,8 @@ RELIST_CASES: Final = [
     "relist-kubereflector-compact",
     "relist-kubereflector-compact-async",
 ]
+PROTOBUF_CASES: Final = {"sync-raw-list-protobuf", "sync-raw-watchlist-protobuf"}
+"""Cases only a real cluster answers (the emulator speaks JSON only)."""
 REAL_CASES: Final = [
     "sync-bare-list",
     "sync-bare-watchlist",
@@ -293,6 +310,10 @@ REAL_CASES: Final = [
     "sync-kubereflector-list",
     "sync-kubereflector-compact",
     "sync-kubereflector-compact-list",
+    "sync-raw-list-json",
+    "sync-raw-list-protobuf",
+    "sync-raw-watchlist-json",
+    "sync-raw-watchlist-protobuf",
 ]
 
 
@@ -308,8 +329,8 @@ def _scale(runner: Runner, args: argparse.Namespace) -> None:
             runner.median_of(cases, args.repeat, ctx, f"{pods}:")
 
 
-def _real(runner: Runner, args: argparse.Namespace) -> None:
-    """The initial sync and memory against a real cluster (``--kubeconfig``)."""
+def _real_ctx(args: argparse.Namespace) -> Ctx:
+    """The real cluster's context (``--kubeconfig``), its namespace of Pods made once."""
     namespace = f"kr-bench-{args.pods}"
     print(
         f"preparing {args.pods:,} Pods in namespace {namespace} of the cluster...",
@@ -317,8 +338,17 @@ def _real(runner: Runner, args: argparse.Namespace) -> None:
         flush=True,
     )
     server = asyncio.run(_seed_real(args.kubeconfig, namespace, args.pods))
-    ctx = Ctx(server, "", "", args.pods, 0, namespace, args.kubeconfig)
-    runner.median_of(REAL_CASES, args.repeat, ctx, "real:")
+    return Ctx(server, "", "", args.pods, 0, namespace, args.kubeconfig)
+
+
+def _real(runner: Runner, args: argparse.Namespace, cases: list[str]) -> None:
+    """The initial sync ``cases`` against a real cluster (``--kubeconfig``)."""
+    runner.median_of(cases, args.repeat, _real_ctx(args), "real:")
+
+
+def _real_memory_and_official(runner: Runner, args: argparse.Namespace) -> None:
+    """The official client's sync and the memory per Pod from the real cluster."""
+    ctx = _real_ctx(args)
     runner.median_of(["sync-official"], 1, ctx, "real:")
     memory = ["memory-bare-tracemalloc", "memory-dicts-tracemalloc", "memory-compact-tracemalloc"]
     runner.median_of(memory, 1, ctx, "real:")

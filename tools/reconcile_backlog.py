@@ -2,12 +2,15 @@
 costs: reconciles per object, 409 Conflicts, echoes skipped, read-your-own-writes waits.
 
 The workload of issue 25: N Foos exist before the controller starts, and
-``examples/sample_controller.py`` reconciles them: each reconcile reads its Foo from the
-cache, creates the Foo's Deployment (owned by it) when the cache has none, scales it
-when the replicas differ and writes ``status.availableReplicas`` with ``update_status``
-(conditional on the resourceVersion read, as sample-controller's ``UpdateStatus``), two
-workers, as sample-controller's ``threadiness``. The run ends once every Foo has its
-Deployment and its status and no reconcile happened for ``--settle`` seconds.
+``examples/foo_controller.py`` reconciles them: each reconcile reads its Foo from the
+cache, applies the Foo's Deployment (owned by it; server-side apply) and patches
+``status.availableReplicas`` and its ``Ready`` condition through the status subresource
+when they changed, two workers, as sample-controller's ``threadiness``. With
+``--coroutine``, issue 25's port instead: it creates the Deployment when the cache has
+none, updates it when the replicas differ and writes the status with ``update_status``
+(conditional on the resourceVersion read, as sample-controller's ``UpdateStatus``). The
+run ends once every Foo has its Deployment and its status and no reconcile happened for
+``--settle`` seconds.
 
 ``--mode before`` runs the runtime as it was (echoes of the controller's own writes
 queue their request again, no read-your-own-writes); ``after`` as it is now; ``both``
@@ -44,6 +47,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kubereflector.client import Client, load_config
 from kubereflector.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kubereflector.models import Deployment
+from kubereflector.models.crd import crd_manifest, custom_resource_of
 from kubereflector.runtime import (
     ControllerOptions,
     Manager,
@@ -54,29 +58,39 @@ from kubereflector.runtime import (
 
 
 def _load_example() -> ModuleType:
-    """examples/sample_controller.py, imported once under its own name (the example is a
+    """examples/foo_controller.py, imported once under its own name (the example is a
     program, not a package: its annotations resolve in its module)."""
-    path = Path(__file__).resolve().parents[1] / "examples" / "sample_controller.py"
-    spec = importlib.util.spec_from_file_location("sample_controller", path)
+    path = Path(__file__).resolve().parents[1] / "examples" / "foo_controller.py"
+    spec = importlib.util.spec_from_file_location("foo_controller", path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["sample_controller"] = module
+    sys.modules["foo_controller"] = module
     spec.loader.exec_module(module)
     return module
 
 
 _example = _load_example()
-FOO_CRD, FOOS, GROUP = _example.FOO_CRD, _example.FOOS, _example.GROUP
-Foo, add_to, deployment_for = _example.Foo, _example.add_to, _example.deployment_for
+Foo, GROUP, NAME, deployment_for = (
+    _example.Foo,
+    _example.GROUP,
+    _example.NAME,
+    _example.deployment_for,
+)
+FOO_CRD, FOOS = crd_manifest(Foo), custom_resource_of(Foo).name
+
+
+def add_to(manager: Manager, *, options: ControllerOptions) -> None:
+    """The example's reconciler."""
+    _example.add_controller(manager, options)
 
 
 def add_coroutine_to(manager: Manager, *, options: ControllerOptions) -> None:
-    """The example's reconcile as a coroutine on the manager's loop (what issue 25's port
-    ran): the same reads and writes, no worker threads."""
-    events = manager.event_recorder("sample-controller")
+    """Issue 25's port of sample-controller's reconcile, a coroutine on the manager's
+    loop: create, update, and a resourceVersion-conditional ``update_status``."""
+    events = manager.event_recorder(NAME)
 
-    @manager.reconciler(Foo, owns=[Deployment], options=options, name="foo")
+    @manager.reconciler(Foo, owns=[Deployment], options=options, name=NAME)
     async def sync(request: Request) -> None:
         foo = manager.lister_for(Foo).namespaced(request.namespace).get(request.name)
         if foo is None:
@@ -147,7 +161,7 @@ async def create_foos(client: Client, namespace: str, count: int) -> None:
         async with limit:
             await foos.create(
                 {
-                    "apiVersion": f"{GROUP}/v1alpha1",
+                    "apiVersion": f"{GROUP}/v1",
                     "kind": "Foo",
                     "metadata": {"name": f"foo-{i}"},
                     "spec": {"deploymentName": f"foo-{i}-nginx", "replicas": 1},
@@ -165,7 +179,7 @@ def reconciled(manager: Manager) -> int:
             for family in text_string_to_metric_families(manager.metrics.exposition().decode())
             for sample in family.samples
             if sample.name == "controller_runtime_reconcile_total"
-            and sample.labels.get("controller") == "foo"
+            and sample.labels.get("controller") == NAME
         )
     )
 
@@ -210,7 +224,7 @@ async def run_once(client: Client, namespace: str, args: argparse.Namespace, mod
             for family in text_string_to_metric_families(manager.metrics.exposition().decode())
             for sample in family.samples
         }
-    label = (("controller", "foo"),)
+    label = (("controller", NAME),)
     ledger = manager.own_writes
     return Row(
         mode=mode,
@@ -269,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=["before", "after", "both"], default="both")
     parser.add_argument("--settle", type=float, default=3.0, help="seconds without reconciles")
     parser.add_argument(
-        "--coroutine", action="store_true", help="a coroutine reconciler (default: the example's)"
+        "--coroutine",
+        action="store_true",
+        help="issue 25's port: create, update, update_status (default: the example's)",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")

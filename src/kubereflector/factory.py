@@ -229,6 +229,10 @@ class _FactoryBase:
         self._custom_keys: dict[str, tuple[str, str]] = {}
         self._lock = threading.RLock()
         self._entries: dict[tuple[str, str], _Entry] = {}
+        # informer_for's answers by model class or name, each with the discovery index
+        # it was resolved against: valid while that index is the factory's (reconcilers
+        # ask on every reconcile; resolving scans discovery).
+        self._answers: dict[str | type, tuple[_Index | None, SharedIndexInformer[Any]]] = {}
         # The loop the informers run on: bound on first use, then fixed.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._index: _Index | None = None
@@ -310,6 +314,10 @@ class _FactoryBase:
         ResourceInfo or a class. Thread-safe.
         """
 
+        if isinstance(resource, (str, type)):
+            answer = self._answers.get(resource)
+            if answer is not None and answer[0] is self._index:
+                return answer[1]
         check_resource(resource)
         model = resource if isinstance(resource, type) else None
         if isinstance(resource, ResourceInfo):
@@ -328,6 +336,8 @@ class _FactoryBase:
                 self._entries[key] = entry
             elif model is not None:
                 _check_same(model, info, entry.info)
+            if not isinstance(resource, ResourceInfo):
+                self._answers[resource] = (self._index, entry.informer)
             return entry.informer
 
     @overload

@@ -173,42 +173,33 @@ def load(name: str) -> ModuleType:
 
 
 @pytest.mark.timeout(120)
-async def test_the_sample_controller_reconciles_each_foo_once_without_conflicts(
+async def test_the_foo_controller_reconciles_each_foo_once_without_conflicts(
     target: Target,
 ) -> None:
-    """Issue 25's workload, small: Foos that exist before the controller starts, each
-    gets its Deployment and its status in about one reconcile, with no conflict."""
-    example = load("sample_controller")
-    crds = target.client.resource("customresourcedefinitions.apiextensions.k8s.io")
-    with contextlib.suppress(Exception):
-        await crds.create(example.FOO_CRD)
-
-    async def established() -> None:
-        while True:
-            crd = await crds.get(example.FOOS)
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return
-            await asyncio.sleep(0.1)
-
-    await asyncio.wait_for(established(), WAIT)
+    """Issue 25's workload, small, on examples/foo_controller.py: Foos that exist before
+    the controller starts, each gets its Deployment and its status in about one
+    reconcile, with no conflict."""
+    example = load("foo_controller")
+    foos_name = f"foos.{example.GROUP}"
+    # As the program's --install does (a real server may have an older Foo CRD).
+    await asyncio.wait_for(example.install_crd(target.client), WAIT)
     target.client.discovery.invalidate()
-    foos = target.client.resource(example.FOOS, namespace=target.namespace)
+    foos = target.client.resource(foos_name, namespace=target.namespace)
     count = 20
     for i in range(count):
         await foos.create(
             {
-                "apiVersion": f"{example.GROUP}/v1alpha1",
+                "apiVersion": f"{example.GROUP}/v1",
                 "kind": "Foo",
                 "metadata": {"name": f"foo-{i}"},
                 "spec": {"deploymentName": f"foo-{i}-nginx", "replicas": 1},
             }
         )
     manager = manager_of(target)
-    example.add_to(manager)
+    example.add_controller(manager)
     changes = Changes()
     async with running(manager):
-        informer = manager.informer_for(example.FOOS)
+        informer = manager.informer_for(foos_name)
         informer.add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=changes.touched, on_update=changes.touched, on_delete=changes.touched
@@ -235,8 +226,10 @@ async def test_the_sample_controller_reconciles_each_foo_once_without_conflicts(
         )
         (controller,) = manager.controllers
         await asyncio.wait_for(controller.queue.shut_down_with_drain(), WAIT)
-        reconciles = counter(manager, "controller_runtime_reconcile_total", controller="foo")
-        conflicts = counter(manager, "kubereflector_reconcile_conflicts_total", controller="foo")
+        reconciles = counter(manager, "controller_runtime_reconcile_total", controller=example.NAME)
+        conflicts = counter(
+            manager, "kubereflector_reconcile_conflicts_total", controller=example.NAME
+        )
     assert count <= reconciles - 1 <= 1.1 * count  # the sentinel's reconcile aside
     assert conflicts == 0
     events = await target.client.get(f"/apis/events.k8s.io/v1/namespaces/{target.namespace}/events")

@@ -118,3 +118,66 @@ async def test_declared_permissions_leave_nothing_to_report(tmp_path: Path) -> N
 async def test_a_failing_command_gives_its_status(tmp_path: Path) -> None:
     status, out, _ = await check(tmp_path, '[Permission("pods", "list")]', exit_status=3)
     assert (status, out) == (3, "")
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+FOO_CHECK = """\
+import asyncio, os, sys
+sys.path.insert(0, EXAMPLES)
+import foo_controller
+from kubereflector import ResourceEventHandlerFuncs
+from kubereflector.client import Client, load_config
+from kubereflector.models import Deployment
+
+async def main():
+    admin = load_config(os.environ["KUBEREFLECTOR_CHECK_ADMIN_KUBECONFIG"])
+    flags = ["--namespace", "ops", "--metrics-port", "0", "--health-port", "0"]
+    manager = foo_controller.build(foo_controller.parse_args(flags))
+    made = asyncio.Event()
+    async def seen(deployment):
+        if deployment["metadata"]["name"] == "web":
+            made.set()
+    async with Client(admin) as client, manager:
+        run = asyncio.create_task(manager.run(handle_signals=False))
+        handlers = ResourceEventHandlerFuncs(on_add=seen)
+        manager.informer_for(Deployment).add_event_handler(handlers)
+        foo = {"metadata": {"name": "a"}, "spec": {"deploymentName": "web"}}
+        foo.update(apiVersion="samplecontroller.kubereflector.io/v1", kind="Foo")
+        await client.create("/apis/samplecontroller.kubereflector.io/v1/namespaces/ops/foos", foo)
+        await asyncio.wait_for(made.wait(), 20)
+        manager.stop()
+        await run
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.timeout(PROGRAM_TEST_TIMEOUT)
+async def test_the_foo_operators_manifests_with_webhooks_check_clean(tmp_path: Path) -> None:
+    """The example's deployed manifests (its CRD, a webhook Service and configurations)
+    go into the check's emulator, but for what calls a Service it cannot reach; the
+    operator runs under that RBAC without a refusal."""
+    examples = EXAMPLES
+    (tmp_path / "check_foo.py").write_text(FOO_CHECK.replace("EXAMPLES", repr(str(examples))))
+    proc = await start(
+        sys.executable,
+        "-m",
+        "kubereflector",
+        "manifests",
+        str(examples / "foo_controller.py") + ":deployed",
+        "--namespace",
+        "ops",
+        "--check",
+        sys.executable,
+        "check_foo.py",
+        cwd=tmp_path,
+    )
+    out, err = await finish(proc, 2 * STEP)  # a hang fails with the program's stacks
+    assert proc.returncode == 0, err
+    assert out == ""
+    assert err.splitlines()[:2] == [
+        "kubereflector: not applied to the emulator: MutatingWebhookConfiguration",
+        "kubereflector: not applied to the emulator: ValidatingWebhookConfiguration",
+    ]
+    assert "kubereflector: no request was refused" in err

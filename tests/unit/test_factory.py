@@ -925,6 +925,19 @@ async def test_a_model_and_the_names_of_its_resource_share_one_informer() -> Non
 
 
 @pytest.mark.asyncio
+async def test_a_models_scope_is_checked_again_once_discovery_is_loaded() -> None:
+    client = FakeClient()
+    client.resources.append(GADGETS)  # served cluster-scoped
+    factory = SharedInformerFactory(client)  # type: ignore[arg-type]
+    gadgets = factory.informer_for(Gadget)  # no discovery yet: taken at its word
+    assert factory.informer_for(Gadget) is gadgets
+    await factory.resolve("deployments")  # loads discovery
+    with pytest.raises(ValueError, match=r"Gadget is registered as namespaced"):
+        factory.informer_for(Gadget)
+    await factory.shutdown()
+
+
+@pytest.mark.asyncio
 async def test_a_model_of_another_version_or_scope_than_the_informer_is_refused() -> None:
     client = FakeClient()
     client.resources.append(GADGETS)  # served cluster-scoped

@@ -380,6 +380,12 @@ class Reflector:
         """Whether the next sync will try a watch-list (false once the server refused one)."""
         return self._use_watch_list
 
+    @property
+    def full_syncs(self) -> int:
+        """The full syncs applied so far (the first list or watch-list, then each relist):
+        ``stats().lists`` without building the snapshot. Any thread."""
+        return self._lists
+
     def stats(self) -> ReflectorStats:
         """A snapshot of the counters since this Reflector was created (lists, relists,
         watches, restarts, stalls, ...). Any thread."""

@@ -1,5 +1,6 @@
-"""``kubereflector manifests MODULE:MANAGER``: print what deploys an operator (its
-ServiceAccount, least-privilege RBAC, Deployment, PodDisruptionBudget: see
+"""``kubereflector manifests MODULE:MANAGER``: print what deploys an operator (the CRDs
+of its kinds declared in Python, its ServiceAccount, least-privilege RBAC, Deployment,
+PodDisruptionBudget, and the Service and configurations of its webhooks: see
 :mod:`kubereflector.runtime.manifests`), from its Manager's registrations, as YAML
 or JSON; with ``--check COMMAND ...`` (last: all that follows is the command), run
 COMMAND against an emulator that enforces that RBAC for the operator's
@@ -70,8 +71,9 @@ def add_parser(commands: argparse._SubParsersAction[Parser], parents: Sequence[P
         parents=parents,
         usage="%(prog)s MODULE:MANAGER [options] [--report-only] [--check COMMAND ...]",
         help="print an operator's ServiceAccount, RBAC and Deployment; or check its RBAC",
-        description="Print the ServiceAccount, least-privilege RBAC, Deployment and "
-        "PodDisruptionBudget of the operator whose Manager MODULE:MANAGER builds. With "
+        description="Print the CRDs (of the kinds declared in Python), ServiceAccount, "
+        "least-privilege RBAC, Deployment, PodDisruptionBudget and webhook Service and "
+        "configurations of the operator whose Manager MODULE:MANAGER builds. With "
         "--check COMMAND: run COMMAND against an emulator that enforces that RBAC for "
         "the operator's ServiceAccount (KUBECONFIG), and report every request it refused.",
     )

@@ -10,10 +10,14 @@ plural and scope are the registry's, so resolving it asks the server nothing.
 
 from __future__ import annotations
 
-from ..models import resource_of
+from ..models import ApiResource, resource_of
 from .discovery import ResourceInfo
 
 __all__ = ["check_resource", "model_info"]
+
+_infos: dict[ApiResource, ResourceInfo] = {}
+"""Each registration's ResourceInfo, made (and its names validated) once: a reconcile asks
+``client.resource(Foo, ...)`` per write. Racing threads may both make an equal one."""
 
 
 def model_info(model: type) -> ResourceInfo:
@@ -24,7 +28,12 @@ def model_info(model: type) -> ResourceInfo:
     Thread-safe. Raises ``LookupError`` naming the class when it is not a registered
     model (see :func:`kubereflector.models.register`)."""
     api = resource_of(model)
-    return ResourceInfo(api.group, api.version, api.plural, api.kind, api.namespaced)
+    info = _infos.get(api)
+    if info is None:
+        info = _infos[api] = ResourceInfo(
+            api.group, api.version, api.plural, api.kind, api.namespaced
+        )
+    return info
 
 
 def check_resource(resource: object) -> None:

@@ -604,20 +604,15 @@ class Client:
     async def _read_body(self, resp: aiohttp.ClientResponse, url: URL) -> bytes:
         """The whole body, unless it is longer than ``max_body_bytes`` (DecodeError)."""
         limit = self._max_body_bytes
-        too_long = DecodeError(
-            f"response body longer than the limit of {limit} bytes (max_body_bytes): "
-            "treating the response as broken",
-            url=_safe(url),
-        )
         if (resp.content_length or 0) > limit:
-            raise too_long
+            raise _too_long(limit, url)
         chunks: list[bytes] = []
         size = 0
         try:
             while chunk := await resp.content.readany():
                 size += len(chunk)
                 if size > limit:
-                    raise too_long
+                    raise _too_long(limit, url)
                 chunks.append(chunk)
         except aiohttp.ClientPayloadError as err:  # its message may quote the server
             message = f"truncated response body: {self._redactor.text(str(err))}"
@@ -913,6 +908,15 @@ def _parse_retry_after(value: str | None) -> float | None:
 
 
 # -- helpers --------------------------------------------------------------------
+
+
+def _too_long(limit: int, url: URL) -> DecodeError:
+    """The error of a response body longer than ``max_body_bytes``."""
+    return DecodeError(
+        f"response body longer than the limit of {limit} bytes (max_body_bytes): "
+        "treating the response as broken",
+        url=_safe(url),
+    )
 
 
 def _safe(url: URL) -> str:

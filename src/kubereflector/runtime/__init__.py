@@ -32,7 +32,7 @@ from .handlers import (
 )
 from .leader_election import LeaderElection, LeaderElectionLostError
 from .manager import Manager, ManagerError
-from .manifests import DEFAULT_RESOURCES, Manifest, manifests
+from .manifests import CA_INJECTION, DEFAULT_RESOURCES, Manifest, manifests
 from .options import ControllerOptions, InformerOptions
 from .owners import (
     AlreadyOwnedError,
@@ -122,6 +122,7 @@ from .writes import (
 
 __all__ = [
     "ADMISSION_REVIEW_VERSION",
+    "CA_INJECTION",
     "CONVERSION_PATH",
     "CONVERSION_REVIEW_VERSION",
     "DEFAULT_RESOURCES",

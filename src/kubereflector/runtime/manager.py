@@ -96,7 +96,13 @@ from .leader_election import (
     _pod_namespace,
 )
 from .options import ControllerOptions, InformerOptions, _checked_informers, _checked_options
-from .permissions import ManagerDescription, Permission, _permissions_for, _Reconciles
+from .permissions import (
+    ManagerDescription,
+    Permission,
+    _custom_resources,
+    _permissions_for,
+    _Reconciles,
+)
 from .predicates import Predicate
 from .reconcile import Request
 from .runnable import Runnable
@@ -518,9 +524,10 @@ class Manager(_CacheEntries, _WebhookEntries):
 
     def describe(self) -> ManagerDescription:
         """What this manager needs to run in a cluster, from its registrations: the
-        RBAC rules (see :mod:`kubereflector.runtime.permissions`) and the ports it
-        serves; what ``kubereflector manifests`` prints. Needs no server; raises
-        ``LookupError`` for a resource name that cannot be resolved without one."""
+        RBAC rules (see :mod:`kubereflector.runtime.permissions`), the custom resources
+        declared in Python that it names by their models, the ports it serves and the
+        webhooks it serves; what ``kubereflector manifests`` prints. Needs no server;
+        raises ``LookupError`` for a resource name that cannot be resolved without one."""
         with self._lock:
             specs = list(self._specs)
         election = self._leader_election
@@ -533,6 +540,7 @@ class Manager(_CacheEntries, _WebhookEntries):
         sharding = None
         if self._sharded is not None:
             sharding = (self._sharded.coordinator.options.namespace or self._namespace,)
+        server = self._webhook_server
         return ManagerDescription(
             namespace=self._namespace,
             permissions=_permissions_for(
@@ -542,6 +550,17 @@ class Manager(_CacheEntries, _WebhookEntries):
             metrics_port=self._metrics_port,
             health_port=self._health_port,
             graceful_shutdown_timeout=self._graceful_timeout,
+            custom_resources=_custom_resources(
+                [
+                    *(r for s in specs for r in (s.for_, *s.owns, *(w for w, _ in s.watches))),
+                    *(w.model for w in self._webhooks.admission),
+                    *(c.hub for c in self._webhooks.conversions),
+                ]
+            ),
+            webhook_port=None if server is None else server.port,
+            webhook_cert_dir=None if server is None else server.options.cert_dir,
+            admission_webhooks=tuple(self._webhooks.admission),
+            conversions=tuple(self._webhooks.conversions),
         )
 
     def add(self, runnable: Runnable, *, leader_only: bool = False) -> None:

@@ -52,12 +52,15 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..models import ApiResource, resource_of
 
 if TYPE_CHECKING:
+    from ..models.crd import CustomResource
     from ..models.rbac_authorization_v1 import PolicyRule
+    from .webhooks.admission import AdmissionWebhook
+    from .webhooks.conversion import Conversion
 
 __all__ = [
     "ManagerDescription",
@@ -436,18 +439,46 @@ def _permissions_for(
     return grants.permissions()
 
 
+def _custom_resources(models: Iterable[object]) -> tuple[CustomResource, ...]:
+    """The custom resources declared in Python (:mod:`kubereflector.models.crd`) among
+    ``models`` (resource names and other classes are skipped), one per kind, in the
+    order first named. Raises ``ValueError`` as
+    :func:`~kubereflector.models.crd.custom_resource_of` does."""
+    from ..models.crd import custom_resource_of, declaration_of
+
+    found: dict[str, CustomResource] = {}
+    for model in models:
+        if not isinstance(model, type):
+            continue
+        try:
+            declaration_of(model)
+        except LookupError:
+            continue  # a built-in kind, or a model registered by hand
+        resource = custom_resource_of(model)
+        found.setdefault(resource.name, resource)
+    return tuple(found.values())
+
+
 @dataclass(frozen=True, slots=True)
 class ManagerDescription:
     """What a :class:`~kubereflector.runtime.Manager` needs to run in a cluster, from its
     registrations (:meth:`Manager.describe <kubereflector.runtime.Manager.describe>`):
-    its RBAC, and what it serves (for its Deployment's ports and probes). Immutable.
+    its RBAC, the custom resources it defines, and what it serves (for its Deployment's
+    ports and probes). Immutable.
 
     ``namespace``: the one namespace it watches (``None``: all); ``lease``: with
     leader election, the Lease's namespace (``None``: the pod's own) and name;
     ``metrics_port``/``health_port``: where it serves ``/metrics`` and
     ``/healthz``+``/readyz`` (``None``: not at all; ``0``: a port the system picks,
     which no Deployment can name); ``graceful_shutdown_timeout``: seconds it may take
-    to stop.
+    to stop; ``custom_resources``: the custom resources declared in Python
+    (:mod:`kubereflector.models.crd`) whose model classes its reconcilers (``for_``,
+    ``owns``, ``watches``) and webhooks name, one per kind, in registration order
+    (their CRDs are what :func:`~kubereflector.runtime.manifests.manifests` installs
+    first); ``webhook_port``: where it serves its webhooks (``None``: it serves none),
+    ``webhook_cert_dir``: the directory its webhook server reads its certificate from
+    (``None``: it makes a self-signed one), ``admission_webhooks`` and ``conversions``:
+    what it serves there, in registration order.
     """
 
     namespace: str | None
@@ -456,3 +487,8 @@ class ManagerDescription:
     metrics_port: int | None = None
     health_port: int | None = None
     graceful_shutdown_timeout: float = 30.0
+    custom_resources: tuple[CustomResource, ...] = ()
+    webhook_port: int | None = None
+    webhook_cert_dir: str | None = None
+    admission_webhooks: tuple[AdmissionWebhook[Any], ...] = ()
+    conversions: tuple[Conversion[Any], ...] = ()

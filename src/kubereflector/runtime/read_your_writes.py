@@ -136,11 +136,6 @@ class _Tracked:
         self.writes: dict[str, deque[_Write]] = {}
 
 
-def _lists(informer: SharedIndexInformer[Any]) -> int:
-    """The informer's full syncs so far (a relist since a write returns its result)."""
-    return informer.stats().lists
-
-
 def _key(namespace: str | None, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
@@ -243,7 +238,7 @@ class OwnWrites:
             uid=uid,
             controller=running.controller if running else None,
             request=running.request if running else None,
-            lists=_lists(informer),
+            lists=informer.full_syncs(),
             at=self._clock.now(),
         )
         with self._lock:
@@ -324,7 +319,7 @@ class OwnWrites:
         if write.observed:
             return True
         informer = tracked.informer
-        if _lists(informer) > write.lists:
+        if informer.full_syncs() > write.lists:
             write.observed = True  # a list since the write returned the current state
             return True
         cached = informer.indexer.get_by_key(write.key)
@@ -351,7 +346,7 @@ class OwnWrites:
         key = _event_key(obj)
         if key is None or key not in tracked.writes:
             return None
-        lists = _lists(informer)
+        lists = informer.full_syncs()
         with self._lock:
             writes = tracked.writes.get(key)
             if not writes:

@@ -506,8 +506,10 @@ async def test_a_relist_that_missed_a_delete_reaches_on_delete_as_a_tombstone(
     informer, source, clock = setup("a", "b", queue=queue)
     recorder = Recorder()
     informer.add_event_handler(recorder)
+    assert informer.full_syncs() == 0
     async with running(informer):
         await recorder.wait_for(2)
+        assert informer.full_syncs() == 1
         last_a = informer.store.get_by_key("default/a")
         source.delete_drop_watch(pod("a"))
         source.compact()  # the watch's history is gone: the next watch gets 410
@@ -522,6 +524,7 @@ async def test_a_relist_that_missed_a_delete_reaches_on_delete_as_a_tombstone(
         ]
         assert sorted(informer.store.list_keys()) == ["default/b", "default/s"]
         assert informer.stats().relists == 1
+        assert informer.full_syncs() == informer.stats().lists == 2
     assert last_a is not None
 
 

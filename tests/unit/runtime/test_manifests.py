@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from typing_extensions import NotRequired, TypedDict
 
 from kubereflector.client import ClientConfig
-from kubereflector.runtime import LeaderElection, Manager
+from kubereflector.models import ObjectMeta
+from kubereflector.models.crd import crd_manifest, custom_resource
+from kubereflector.runtime import LeaderElection, Manager, WebhookOptions
 from kubereflector.runtime.manifests import DEFAULT_RESOURCES, manifests
 from kubereflector.runtime.permissions import ManagerDescription, Permissions
 
@@ -185,3 +188,164 @@ def test_a_port_the_system_picks_cannot_be_deployed() -> None:
     description = ManagerDescription(None, Permissions(), metrics_port=0, health_port=8081)
     with pytest.raises(ValueError, match="metrics_port=0 lets the system pick a port"):
         manifests(description, name="a", image="i")
+
+
+# -- what the manager declares: its CRDs, and what serves its webhooks ---------------------------
+
+SHOPS = "manifests.shop.example"
+
+
+class ShopSpec(TypedDict):
+    items: int
+
+
+@custom_resource(group=SHOPS, version="v1alpha1", kind="Shop")
+class ShopV1alpha1(TypedDict):
+    apiVersion: NotRequired[str]
+    kind: NotRequired[str]
+    metadata: NotRequired[ObjectMeta]
+    spec: ShopSpec
+
+
+@custom_resource(group=SHOPS, version="v1", storage=True)
+class Shop(TypedDict):
+    apiVersion: NotRequired[str]
+    kind: NotRequired[str]
+    metadata: NotRequired[ObjectMeta]
+    spec: ShopSpec
+
+
+def same(shop: Any) -> Any:
+    return shop
+
+
+def check(shop: Shop, request: Any) -> None:
+    return None
+
+
+def shop_manager(*, webhooks: bool, **kwargs: Any) -> Manager:
+    m = Manager(ClientConfig("https://cluster.example"), **kwargs)
+    m.reconciler(Shop, owns=["configmaps"], reconcile=nothing)
+    if webhooks:
+        m.defaulter(Shop)(check)
+        m.validator(Shop)(check)
+        m.converter(Shop, ShopV1alpha1, to_hub=same, from_hub=same)
+    return m
+
+
+def test_the_custom_resources_a_manager_names_give_their_crds_first() -> None:
+    objects = manifests(shop_manager(webhooks=False).describe(), name="shop", image="i")
+    assert [o["kind"] for o in objects][:2] == ["CustomResourceDefinition", "ServiceAccount"]
+    assert objects[0] == crd_manifest(Shop)
+    assert "conversion" not in objects[0]["spec"]
+    assert "Service" not in by_kind(objects)
+
+
+def test_a_crd_given_under_a_generated_ones_name_replaces_it() -> None:
+    mine = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"shops.{SHOPS}"},
+    }
+    objects = manifests(
+        shop_manager(webhooks=False).describe(),
+        name="shop",
+        image="i",
+        custom_resource_definitions=[mine],
+    )
+    assert by_kind(objects)["CustomResourceDefinition"] == [mine]
+
+
+def test_a_manager_serving_webhooks_gets_their_service_certificate_and_configurations() -> None:
+    manager = shop_manager(
+        webhooks=True, webhook_port=9443, webhook_options=WebhookOptions(cert_dir="/certs/")
+    )
+    objects = manifests(manager.describe(), name="shop", namespace="ops", image="i")
+    assert [o["kind"] for o in objects] == [
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Service",
+        "Deployment",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+    injected = {"cert-manager.io/inject-ca-from": "ops/shop-webhook"}
+    service = {"namespace": "ops", "name": "shop-webhook", "port": 443}
+    crd = objects[0]
+    assert crd["metadata"]["annotations"] == {
+        **crd_manifest(Shop)["metadata"].get("annotations", {}),
+        **injected,
+    }
+    assert crd["spec"]["conversion"] == {
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {"service": {**service, "path": "/convert"}},
+            "conversionReviewVersions": ["v1"],
+        },
+    }
+    assert "conversion" not in crd_manifest(Shop).get("spec", {})  # the declaration is untouched
+    (svc,) = by_kind(objects)["Service"]
+    assert svc["metadata"]["namespace"] == "ops"
+    assert svc["spec"] == {
+        "selector": {"app.kubernetes.io/name": "shop"},
+        "ports": [{"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}],
+    }
+    pod = by_kind(objects)["Deployment"][0]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert {"name": "webhook", "containerPort": 9443, "protocol": "TCP"} in container["ports"]
+    assert container["volumeMounts"][-1] == {
+        "name": "webhook-cert",
+        "mountPath": "/certs",
+        "readOnly": True,
+    }
+    assert pod["volumes"][-1] == {
+        "name": "webhook-cert",
+        "secret": {"secretName": "shop-webhook-cert"},
+    }
+    mutating, validating = objects[-2:]
+    for configuration in (mutating, validating):
+        assert configuration["metadata"]["name"] == "shop"
+        assert configuration["metadata"]["annotations"] == injected
+        (hook,) = configuration["webhooks"]
+        assert hook["clientConfig"]["service"]["name"] == "shop-webhook"
+        assert "caBundle" not in hook["clientConfig"]
+    assert mutating["webhooks"][0]["clientConfig"]["service"]["path"].startswith("/mutate-")
+    assert validating["webhooks"][0]["clientConfig"]["service"]["path"].startswith("/validate-")
+
+
+def test_a_webhook_port_with_nothing_registered_adds_nothing() -> None:
+    manager = shop_manager(
+        webhooks=False, webhook_port=9443, webhook_options=WebhookOptions(cert_dir="/certs")
+    )
+    objects = manifests(manager.describe(), name="shop", image="i")
+    assert [o["kind"] for o in objects] == [
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"webhook_port": 9443}, "serves webhooks with a self-signed certificate"),
+        (
+            {"webhook_port": 9443, "webhook_options": WebhookOptions(cert_dir="certs")},
+            "cert_dir must be an absolute path, not 'certs'",
+        ),
+        (
+            {"webhook_port": 0, "webhook_options": WebhookOptions(cert_dir="/certs")},
+            "webhook_port=0 lets the system pick a port",
+        ),
+    ],
+)
+def test_webhooks_that_a_cluster_cannot_reach_or_trust_are_refused(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    description = shop_manager(webhooks=True, **kwargs).describe()
+    with pytest.raises(ValueError, match=message):
+        manifests(description, name="shop", image="i")

@@ -43,6 +43,17 @@ def test_informer_options_are_the_factorys_arguments() -> None:
     }
 
 
+def test_a_managers_informers_list_first_unless_told_otherwise() -> None:
+    from kubereflector import ReflectorOptions
+    from kubereflector.runtime import InformerOptions
+
+    default = InformerOptions().as_kwargs()["reflector_options"]
+    assert default == ReflectorOptions(use_watch_list=False)
+    chosen = ReflectorOptions(page_size=50)
+    assert InformerOptions(reflector_options=chosen).as_kwargs()["reflector_options"] is chosen
+    assert chosen.use_watch_list
+
+
 @pytest.mark.parametrize("workers", [0, -1, True, 1.5, "2"])
 def test_workers_must_be_a_positive_integer(workers: object) -> None:
     with pytest.raises(ValueError, match="max_concurrent_reconciles must be an integer >= 1"):
