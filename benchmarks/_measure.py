@@ -56,6 +56,26 @@ def rss_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def machine_cpu() -> tuple[int, int] | None:
+    """The whole machine's CPU time so far, busy and total, in clock ticks (Linux:
+    /proc/stat; ``None`` elsewhere). Two readings give how busy every core was between."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            ticks = [int(t) for t in f.readline().split()[1:]]
+    except OSError:  # pragma: no cover - not Linux
+        return None
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
+def busy_fraction(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """How busy the machine's cores were between two :func:`machine_cpu` readings (1.0: every
+    core all the time)."""
+    if before is None or after is None or after[1] == before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
 class RssSampler:
     """Samples RSS every ``interval`` seconds in a thread; ``peak`` is the highest seen."""
 
