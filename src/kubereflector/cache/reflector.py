@@ -321,6 +321,11 @@ class Reflector:
             raise ValueError(f"resync_period must be >= 0 (got {resync_period})")
         self._lw = lister_watcher
         self._store = store
+        # Checked once: a runtime-checkable Protocol's isinstance costs ~10 us, and the
+        # store is told after every batch of watch events.
+        self._rv_updater: ResourceVersionUpdater | None = (
+            store if isinstance(store, ResourceVersionUpdater) else None
+        )
         self.expected_kind = expected_kind
         self.name = name or f"reflector({expected_kind or type(lister_watcher).__name__})"
         self.resync_period = resync_period
@@ -881,8 +886,8 @@ class Reflector:
         self._tell_store(rv)
 
     def _tell_store(self, rv: str) -> None:
-        if isinstance(self._store, ResourceVersionUpdater):
-            self._store.update_resource_version(rv)
+        if self._rv_updater is not None:
+            self._rv_updater.update_resource_version(rv)
 
     async def _back_off(self, at_least: float) -> None:
         """Wait as :attr:`backoff` says (and at least ``at_least`` seconds); the
