@@ -76,6 +76,28 @@ async def test_a_flood_of_identical_events_is_one_event_with_a_series_count(
     assert recorder.dropped == 0
 
 
+async def test_series_written_at_once_end_with_exact_counts(target: Target) -> None:
+    objects = [await subject(target, f"subject-{i}") for i in range(4)]
+    recorder = EventRecorder(target.client, COMPONENT, clock=FakeClock(), max_concurrent_sends=4)
+    expected: dict[tuple[str, str], int] = {}
+    for round_ in range(3):  # repeats interleaved across series, while writes are in flight
+        for i, obj in enumerate(objects):
+            for reason in ("Synced", "Scaled", "Updated"):
+                for _ in range(i + round_ + 1):
+                    recorder.record(obj, "Normal", reason, "in sync")
+                key = (obj["metadata"]["name"], reason)
+                expected[key] = expected.get(key, 0) + i + round_ + 1
+        if round_ == 1:
+            await recorder.flush()
+    await recorder.flush()
+    found = {
+        (e["regarding"]["name"], e["reason"]): e.get("series", {}).get("count", 1)
+        for e in (await events(target).list()).items
+    }
+    assert found == expected
+    assert recorder.dropped == 0
+
+
 async def test_a_repeat_after_the_series_ended_is_a_new_event(target: Target) -> None:
     obj = await subject(target)
     clock = FakeClock()
