@@ -140,7 +140,8 @@ chaos: $(STAMP)
 
 # Benchmarks print tables with ratios against peers measured in the same run;
 # nothing in them is asserted by the tests. BENCH_KUBECONFIG=path also measures
-# informers.py's initial sync and memory against that cluster.
+# informers.py's initial sync and memory, the controller loop and the protobuf
+# metadata decoder (protobuf_metadata.py, which needs it) against that cluster.
 # `make bench-compiled` runs the same scripts on the compiled form (.venv-compiled/), for
 # each figure's pure/compiled pair; with MYPYC_MODULES="cache/store.py", on that module
 # compiled alone. See docs/performance.md.
@@ -149,7 +150,8 @@ define run-benchmarks
 	@for script in benchmarks/[!_]*.py; do \
 		echo "== $$script ($(2))"; \
 		if [ -n "$(BENCH_KUBECONFIG)" ] && { [ "$$script" = benchmarks/informers.py ] || \
-			[ "$$script" = benchmarks/controller_loop.py ]; }; then \
+			[ "$$script" = benchmarks/controller_loop.py ] || \
+			[ "$$script" = benchmarks/protobuf_metadata.py ]; }; then \
 			$(1) $$script --kubeconfig "$(BENCH_KUBECONFIG)" || exit 1; \
 		else \
 			$(1) $$script || exit 1; \
