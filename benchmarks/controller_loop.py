@@ -33,7 +33,11 @@ process of its own, imports done before the clock starts; cases are interleaved 
      does, so they overlap the next reconcile; the bare loop awaits each.)
 
    Target: runtime at least 0.8 of bare at every concurrency. Also printed: reconciles run per
-   Foo (1.00 when no write of its own queues a Foo again).
+   Foo (1.00 when no write of its own queues a Foo again), and, over the same window, the
+   CPU the whole machine spent per reconcile (client, server and anything else) and how
+   busy its cores were: where they are all busy, the rate is the machine's CPU divided by
+   that figure, and the server's share of it (its work for the runtime's watches
+   included) counts as much as the client's.
 
 2. **Start to the first reconcile** with ``--first-foos`` Foos (default 3000): a fresh
    process (imports done) from ``Manager(...)`` until its first reconcile starts, with
@@ -65,7 +69,7 @@ from typing_extensions import NotRequired, TypedDict
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _measure import machine  # noqa: E402
+from _measure import busy_fraction, machine, machine_cpu  # noqa: E402
 
 from kubereflector.models import Deployment  # noqa: E402
 from kubereflector.models.crd import crd_manifest, custom_resource  # noqa: E402
@@ -157,6 +161,7 @@ async def runtime_case(kubeconfig: str, namespace: str, foos: int, workers: int)
     seen: set[str] = set()
     all_seen = asyncio.Event()
     marks: dict[str, float] = {}
+    machine_marks: list[tuple[int, int] | None] = []
     reconciles = 0
 
     @manager.reconciler(
@@ -169,6 +174,7 @@ async def runtime_case(kubeconfig: str, namespace: str, foos: int, workers: int)
         nonlocal reconciles
         if not marks:
             marks["start"], marks["cpu"] = time.perf_counter(), time.process_time()
+            machine_marks.append(machine_cpu())
         reconciles += 1
         obj = manager.lister_for(Foo).namespaced(namespace).get(request.name)
         if obj is None:
@@ -189,6 +195,7 @@ async def runtime_case(kubeconfig: str, namespace: str, foos: int, workers: int)
         await asyncio.wait_for(all_seen.wait(), 600)
         await events.flush()
         end, cpu = time.perf_counter(), time.process_time()
+        machine_marks.append(machine_cpu())
         counted = reconciles
         manager.stop()
         await task
@@ -196,7 +203,19 @@ async def runtime_case(kubeconfig: str, namespace: str, foos: int, workers: int)
         "seconds": end - marks["start"],
         "cpu_per_reconcile": (cpu - marks["cpu"]) / foos,
         "reconciles_per_foo": counted / foos,
+        **_machine_share(machine_marks[0], machine_marks[1], foos),
     }
+
+
+def _machine_share(
+    before: tuple[int, int] | None, after: tuple[int, int] | None, foos: int
+) -> dict[str, float | None]:
+    """How busy the machine's cores were between two readings, and the CPU every process
+    (this one, the server, anything else running) spent per reconcile meanwhile."""
+    if before is None or after is None:
+        return {"busy": None, "machine_cpu_per_reconcile": None}
+    seconds = (after[0] - before[0]) / os.sysconf("SC_CLK_TCK")
+    return {"busy": busy_fraction(before, after), "machine_cpu_per_reconcile": seconds / foos}
 
 
 async def _session(kubeconfig: str) -> Any:
@@ -244,13 +263,14 @@ async def bare_case(kubeconfig: str, namespace: str, foos: int, workers: int) ->
                 await write("PUT", f"{foos_path}/{name}/status", with_status(obj))
                 await write("POST", events_path, _event(obj, namespace))
 
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, machine_start = time.perf_counter(), time.process_time(), machine_cpu()
         await asyncio.gather(*(reconcile(obj) for obj in items))
-        end, cpu_end = time.perf_counter(), time.process_time()
+        end, cpu_end, machine_end = time.perf_counter(), time.process_time(), machine_cpu()
     return {
         "seconds": end - start,
         "cpu_per_reconcile": (cpu_end - cpu) / foos,
         "reconciles_per_foo": 1.0,
+        **_machine_share(machine_start, machine_end, foos),
     }
 
 
@@ -437,16 +457,19 @@ def measure(kubeconfig: str, args: argparse.Namespace, server: str) -> None:
     print(f"\n{server}: {args.foos} Foos, sample-controller's reconcile, best of {args.repeat}")
     print(
         f"{'workers':>7} {'runtime/s':>10} {'bare/s':>8} {'ratio':>6} {'target':>7}"
-        f" {'CPU µs/rec (rt, bare)':>22} {'reconciles/Foo':>15}"
+        f" {'CPU µs/rec (rt, bare)':>22} {'machine CPU µs/rec':>19} {'cores busy':>11}"
+        f" {'reconciles/Foo':>15}"
     )
     for workers in args.workers:
         rt, bare = best["runtime", workers], best["bare", workers]
         rate, bare_rate = args.foos / rt["seconds"], args.foos / bare["seconds"]
         ratio = rate / bare_rate
         cpu = f"{rt['cpu_per_reconcile'] * 1e6:.0f}, {bare['cpu_per_reconcile'] * 1e6:.0f}"
+        whole = ", ".join(_micros(r.get("machine_cpu_per_reconcile")) for r in (rt, bare))
+        busy = ", ".join(_percent(r.get("busy")) for r in (rt, bare))
         print(
             f"{workers:>7} {rate:>10.0f} {bare_rate:>8.0f} {ratio:>6.2f} {'≥ 0.8':>7}"
-            f" {cpu:>22} {rt['reconciles_per_foo']:>15.2f}"
+            f" {cpu:>22} {whole:>19} {busy:>11} {rt['reconciles_per_foo']:>15.2f}"
             + ("" if ratio >= TARGET else "  MISSED")
         )
     print(f"\nstart to the first reconcile, {args.first_foos} Foos (target ≤ 0.5 s):")
@@ -454,6 +477,14 @@ def measure(kubeconfig: str, args: argparse.Namespace, server: str) -> None:
         seconds = best[case, 0]["seconds"]
         missed = "" if seconds <= FIRST_RECONCILE_TARGET else "  MISSED"
         print(f"  {label:<15} {seconds:6.3f} s{missed}")
+
+
+def _micros(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1e6:.0f}"
+
+
+def _percent(fraction: float | None) -> str:
+    return "n/a" if fraction is None else f"{fraction:.0%}"
 
 
 def main() -> None:
