@@ -3,9 +3,11 @@ graceful shutdown, two managers with leader election (one leads; failover after
 a crash; handover on a graceful stop; a stolen lease), metrics and probes over
 HTTP, and the plain-threads way to run.
 
-Leader election runs on a FakeClock, moved on in small steps while the HTTP
-exchanges (real, and quick) complete: no test waits for a lease duration of
-wall time.
+Leader election runs on a FakeClock, moved on in small steps, each once the
+managers on that clock have no request in flight (their real HTTP exchanges with
+the target take real time, however loaded the machine: the fake clock must not
+run past an elector's try timeout, renew deadline or retry period while one is
+on its way): no test waits for a lease duration of wall time.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -23,7 +26,7 @@ from conftest import KUBECONFIG_ENV, Target
 from prometheus_client.parser import text_string_to_metric_families
 from typing_extensions import TypedDict
 
-from kubereflector.client import ClientConfig, load_config
+from kubereflector.client import Client, ClientConfig, load_config
 from kubereflector.leaderelection import LEASES
 from kubereflector.models import ConfigMap, Deployment, Pod
 from kubereflector.runtime import (
@@ -91,17 +94,60 @@ class Seen:
         await asyncio.wait_for(wait(), WAIT)
 
 
+class InFlight:
+    """The requests (not watches) that the clients of the managers on one FakeClock
+    have in flight: :func:`step` moves that clock on only when there are none, so
+    fake time never passes while a lease's read or write is on its way."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._none = asyncio.Event()
+        self._none.set()
+
+    def count_requests_of(self, client: Client) -> None:
+        send = client.request
+
+        async def request(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            self._none.clear()
+            try:
+                return await send(*args, **kwargs)
+            finally:
+                self.count -= 1
+                if not self.count:
+                    self._none.set()
+
+        setattr(client, "request", request)  # noqa: B010 (an instance's method, on purpose)
+
+    async def none(self) -> None:
+        await asyncio.wait_for(self._none.wait(), WAIT)
+
+
+_IN_FLIGHT: weakref.WeakKeyDictionary[FakeClock, InFlight] = weakref.WeakKeyDictionary()
+
+
+def in_flight(clock: FakeClock) -> InFlight:
+    """The requests in flight of the managers on ``clock`` (see :func:`manager_for`)."""
+    return _IN_FLIGHT.setdefault(clock, InFlight())
+
+
+async def step(clock: FakeClock, seconds: float) -> None:
+    """Move ``clock`` on by ``seconds`` once no manager on it has a request in flight
+    (what the move wakes runs meanwhile; a request it starts is waited for by the
+    next step)."""
+    await in_flight(clock).none()
+    await clock.advance(seconds)
+
+
 async def eventually(condition: Callable[[], bool], clock: FakeClock, limit: float = 120) -> None:
-    """Move ``clock`` on in quarter seconds until ``condition()`` holds (each step
-    lets the loop run, so HTTP exchanges in flight complete)."""
+    """Move ``clock`` on in quarter seconds (:func:`step`) until ``condition()`` holds."""
     moved = 0.0
     while not condition():
         if moved > limit:
             raise AssertionError(f"not true after {limit}s of the fake clock")
-        await clock.advance(0.25)
+        await step(clock, 0.25)
         moved += 0.25
-        for _ in range(20):
-            await asyncio.sleep(0)
+    await in_flight(clock).none()
 
 
 @contextlib.asynccontextmanager
@@ -141,6 +187,8 @@ def manager_for(
         bind_address="127.0.0.1",
         **kwargs,
     )
+    if clock is not None:
+        in_flight(clock).count_requests_of(manager.client)
     manager.reconciler("configmaps", reconcile=seen)
     return manager
 
@@ -215,7 +263,7 @@ async def test_two_managers_one_leads_and_the_other_takes_over_after_a_crash(
             await seen_a.wait_for(lambda: "cm" in seen_a.names())
             await eventually(lambda: b.elector is not None and b.elector.get_leader() == "a", clock)
             for _ in range(20):  # b keeps following while a renews
-                await clock.advance(0.5)
+                await step(clock, 0.5)
             assert not b.is_leader()
             assert seen_b.requests == []
             assert await lease_holder(target, "kr-test-lease") == "a"
@@ -270,6 +318,7 @@ async def test_the_lease_is_kept_until_a_plain_reconcile_outliving_the_stop_retu
         clock=clock,
         graceful_shutdown_timeout=1.0,
     )
+    in_flight(clock).count_requests_of(manager.client)
     manager.reconciler("configmaps", reconcile=slow)
 
     def waiting_for_the_thread() -> bool:  # the controller joins its threads from this one
@@ -289,9 +338,9 @@ async def test_the_lease_is_kept_until_a_plain_reconcile_outliving_the_stop_retu
             # stopped, it would expire after lease_duration (15 s) and another
             # replica take it while the reconcile still runs.
             renewed = await lease_renew_time(target, "kr-test-lease")
-            for _ in range(80):  # 20 s of the fake clock, in real time enough for HTTP
-                await clock.advance(0.25)
-                await asyncio.sleep(0.02)
+            for _ in range(80):  # 20 s of the fake clock
+                await step(clock, 0.25)
+            await in_flight(clock).none()
             assert not task.done()
             assert await lease_holder(target, "kr-test-lease") == "a"
             assert await lease_renew_time(target, "kr-test-lease") != renewed

@@ -32,6 +32,8 @@ import socket
 import struct
 from types import TracebackType
 
+from ._listening import stop_accepting
+
 __all__ = ["TcpProxy"]
 
 logger = logging.getLogger("kubereflector.testing.tcp_proxy")
@@ -85,10 +87,12 @@ class TcpProxy:
     async def stop(self) -> None:
         """Stop listening and reset every connection; idempotent."""
         server, self._server = self._server, None
-        if server is not None:
-            server.close()
         self._closing = True
         self._open.set()  # what waits for the black hole to end sees the closing
+        if server is not None:
+            # A connection accepted just now reaches _accepted, which resets it.
+            await stop_accepting(server)
+            server.close()
         self.cut()
         # Each connection's task ends by itself once its sockets are reset (asyncio
         # reports a connection callback that was cancelled as an error).

@@ -26,6 +26,7 @@ from aiohttp import web
 
 from ...clock import Clock, RealClock
 from ...errors import ApiError, error_from_status
+from .._listening import stop_accepting
 from . import _conversion, _webhook_configs
 from ._admission import Admission
 from ._authorization import Authorization, Denial, RbacMode
@@ -49,6 +50,15 @@ __all__ = ["RANDOM_TOKEN", "ApiServerEmulator"]
 
 _CONTEXT: Final = "emulator"
 _LOCAL_NAMES: Final = ("127.0.0.1", "localhost", "::1")
+
+
+async def _stop_accepting(runner: web.BaseRunner) -> None:
+    """Stop ``runner``'s sites taking connections, and let those accepted already
+    become connections (closed with the others) before the sites close: see
+    :mod:`kubereflector.testing._listening`. aiohttp keeps a site's asyncio server
+    in its private ``_server``; without one nothing is done."""
+    servers = [getattr(site, "_server", None) for site in runner.sites]
+    await stop_accepting(*(s for s in servers if isinstance(s, asyncio.AbstractServer)))
 
 
 class _Token(enum.Enum):
@@ -185,6 +195,7 @@ class ApiServerEmulator:
         if runner is None:
             return
         self._watches.drop(abrupt=False)
+        await _stop_accepting(runner)
         await runner.cleanup()
         await self._caller.close()
         self._web_server = None
@@ -204,6 +215,7 @@ class ApiServerEmulator:
         if runner is None or server is None:
             raise RuntimeError("the emulator is not running")
         self._watches.drop(abrupt=True)
+        await _stop_accepting(runner)
         for site in list(runner.sites):
             await site.stop()
         for connection in server.connections:
