@@ -154,6 +154,29 @@ async def test_the_token_bucket_drops_floods_about_one_object(
     assert reason0[0]["series"]["count"] == 2
 
 
+async def test_objects_whose_bucket_refilled_are_forgotten(target: Target) -> None:
+    """Objects deleted and created again get a new uid each time: the rate-limit state
+    of those gone quiet is dropped, not kept until the 4,096th (the soak's growth)."""
+    clock = FakeClock()
+    recorder = EventRecorder(target.client, COMPONENT, clock=clock)
+    for i in range(20):
+        gone = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "gone", "namespace": target.namespace, "uid": f"uid-{i}"},
+        }
+        recorder.record(gone, "Normal", "Replicated", "copied")
+    await recorder.flush()
+    assert recorder.objects_tracked == 20
+    await clock.advance(300)  # every bucket has its token back
+    live = await subject(target, "live")
+    for _ in range(256 - 20):  # the 256th record sweeps
+        recorder.record(live, "Normal", "Synced", "in sync")
+    await recorder.flush()
+    assert recorder.objects_tracked == 1
+    assert "objects=1" in repr(recorder)
+
+
 async def test_recording_never_raises_and_works_from_threads(target: Target) -> None:
     obj = await subject(target)
     recorder = EventRecorder(target.client, COMPONENT)

@@ -155,6 +155,10 @@ class _TokenBucket:
         self._refill(now)
         return now + max(0.0, 1.0 - self._tokens) * SPAM_REFILL
 
+    def full(self, now: float) -> bool:
+        """Whether it has refilled: then it is what a new bucket would be."""
+        return self._tokens + (now - self._last) / SPAM_REFILL >= SPAM_BURST
+
 
 @dataclass(eq=False)
 class _Series:
@@ -300,6 +304,14 @@ class EventRecorder:
         """Events dropped so far (rate limit, full queue, failed writes)."""
         return self._dropped
 
+    @property
+    def objects_tracked(self) -> int:
+        """Objects whose rate limit the recorder remembers now: those with an Event in
+        the last few minutes (a bucket that has refilled is forgotten every 256
+        records), never more than 4,096."""
+        with self._lock:
+            return len(self._buckets)
+
     # -- recording (any thread) ---------------------------------------------------------
 
     def record(
@@ -416,10 +428,16 @@ class EventRecorder:
         )
 
     def _sweep(self, now: float) -> None:
-        """Lock held: forget series that ended and have nothing left to send."""
+        """Lock held: forget series that ended and have nothing left to send, and the
+        buckets that have refilled (a full bucket is what :meth:`_bucket` would make
+        anew), so that objects long gone (a new uid each time one is created again)
+        are not remembered until the 4,096th."""
         for key, series in list(self._series.items()):
             if not series.queued and now - series.last_seen > SERIES_FINISH:
                 del self._series[key]
+        for object_key, bucket in list(self._buckets.items()):
+            if bucket.full(now):
+                del self._buckets[object_key]
 
     def _wake(self) -> None:
         """Make sure the sending task runs (from any thread)."""
@@ -654,4 +672,7 @@ class EventRecorder:
         return self._loop
 
     def __repr__(self) -> str:
-        return f"<EventRecorder {self.component} series={len(self._series)}>"
+        return (
+            f"<EventRecorder {self.component} series={len(self._series)} "
+            f"objects={len(self._buckets)}>"
+        )
