@@ -5,7 +5,13 @@ objects the garbage collector tracks (and the most common types among them),
 the blocks Python's allocator has handed out, and each informer's counters
 (objects, queued, relists, watch restarts, stalls).
 
-    python tools/_soak_replica.py --sample-every 60 -- <configmap_replicator.py's flags>
+    python tools/_soak_replica.py --sample-every 60 [--trace-allocations SECONDS]
+                                  -- <configmap_replicator.py's flags>
+
+With ``--trace-allocations SECONDS`` it traces allocations (``tracemalloc``,
+which slows it down), takes a snapshot at its first sample after SECONDS, and
+adds to each later sample the source lines whose live memory grew most since
+that snapshot: where a slow growth comes from.
 
 It runs the example's own Manager (``build()``), so what is measured is the
 example as users run it. SIGTERM stops it gracefully, as the example; Linux
@@ -24,6 +30,8 @@ import os
 import sys
 import threading
 import time
+import tracemalloc
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -70,16 +78,43 @@ def sample(manager: Manager, started: float) -> dict[str, Any]:
     }
 
 
-async def sampling(manager: Manager, every: float) -> None:
+TRACE_FRAMES = 4
+GROWTH_LINES = 10
+
+
+def growth(baseline: tracemalloc.Snapshot) -> list[str]:
+    """The source lines whose live memory grew most since ``baseline``, innermost
+    frame first, each with its growth in bytes and blocks."""
+    now = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(False, tracemalloc.__file__)]
+    )
+    top = now.compare_to(baseline, "traceback")[:GROWTH_LINES]
+    return [
+        f"{stat.size_diff:+,} B {stat.count_diff:+,} blocks at "
+        + " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(stat.traceback))
+        for stat in top
+    ]
+
+
+async def sampling(manager: Manager, every: float, trace_after: float | None) -> None:
     started = time.monotonic()
+    baseline: tracemalloc.Snapshot | None = None
     while True:
-        print(json.dumps(sample(manager, started)), flush=True)
+        line = sample(manager, started)
+        if trace_after is not None:
+            if baseline is None and line["seconds"] >= trace_after:
+                baseline = tracemalloc.take_snapshot()
+            elif baseline is not None:
+                line["growth"] = growth(baseline)
+        print(json.dumps(line), flush=True)
         await asyncio.sleep(every)
 
 
-async def run(example: ModuleType, args: argparse.Namespace, every: float) -> None:
+async def run(
+    example: ModuleType, args: argparse.Namespace, every: float, trace_after: float | None
+) -> None:
     async with example.build(args) as manager:
-        sampler = asyncio.create_task(sampling(manager, every))
+        sampler = asyncio.create_task(sampling(manager, every, trace_after))
         try:
             await manager.run()
         finally:
@@ -89,6 +124,12 @@ async def run(example: ModuleType, args: argparse.Namespace, every: float) -> No
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample-every", type=float, default=60.0, help="seconds")
+    parser.add_argument(
+        "--trace-allocations",
+        type=float,
+        metavar="SECONDS",
+        help="trace allocations; report growth since the first sample after SECONDS",
+    )
     parser.add_argument("example_args", nargs=argparse.REMAINDER, help="-- and the example's")
     args = parser.parse_args(argv)
     if args.sample_every <= 0:
@@ -97,8 +138,10 @@ def main(argv: list[str]) -> int:
     example = load_example()
     replicator_args = example.parse_args(example_args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if args.trace_allocations is not None:
+        tracemalloc.start(TRACE_FRAMES)
     try:
-        asyncio.run(run(example, replicator_args, args.sample_every))
+        asyncio.run(run(example, replicator_args, args.sample_every, args.trace_allocations))
     except LeaderElectionLostError as err:
         print(f"{err}: exiting", file=sys.stderr)
         return 1

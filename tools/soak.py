@@ -4,6 +4,7 @@ steady churn for a given time; does anything grow?
     python tools/soak.py [--minutes 30] [--sample-every 60] [--warm-up MINUTES]
                          [--replicas 2] [--parents 20] [--rate 2.0]
                          [--kubeconfig PATH] [--json REPORT.json]
+                         [--trace-allocations]
 
 Each replica (tools/_soak_replica.py: the example's own Manager) samples itself
 every ``--sample-every`` seconds: resident memory, asyncio tasks, threads, open
@@ -19,7 +20,9 @@ median of its last three samples) within 5 % of the start (the median of its
 first three), and its tasks, threads, descriptors and informer objects (the
 median of the last third of the samples) no higher than their highest in the
 first third. It prints every sample and the verdict; the exit status is 0 when
-nothing grew, 1 otherwise.
+nothing grew, 1 otherwise. ``--trace-allocations`` has each replica trace its
+allocations from the end of the warm-up (slower) and prints, at the end, the
+source lines whose memory grew most: where a growth comes from.
 
 The API server is an emulator started here, on 127.0.0.1, unless
 ``--kubeconfig`` names a server on the loopback interface (a real
@@ -80,7 +83,12 @@ def _log_file(path: Path) -> BinaryIO:
 
 
 async def start_replica(
-    name: str, kubeconfig: str, namespace: str, every: float, logs: Path
+    name: str,
+    kubeconfig: str,
+    namespace: str,
+    every: float,
+    logs: Path,
+    trace_after: float | None,
 ) -> Replica:
     log = logs / f"{name}.log"
     args = [
@@ -94,6 +102,7 @@ async def start_replica(
             str(REPLICA),
             "--sample-every",
             str(every),
+            *(("--trace-allocations", str(trace_after)) if trace_after is not None else ()),
             "--",
             *args,
             stdin=asyncio.subprocess.DEVNULL,
@@ -216,8 +225,12 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             f"logs in {logs}",
             flush=True,
         )
+        warm_up = args.warm_up * 60 if args.warm_up is not None else args.minutes * 10
+        trace_after = warm_up if args.trace_allocations else None
         replicas = [
-            await start_replica(f"soak-{i}", kubeconfig, namespace, args.sample_every, logs)
+            await start_replica(
+                f"soak-{i}", kubeconfig, namespace, args.sample_every, logs, trace_after
+            )
             for i in range(args.replicas)
         ]
         churn = Churn(client, namespace, args.parents, args.rate)
@@ -246,7 +259,6 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
                 if replica.reader is not None:
                     await replica.reader
         print(table(replicas))
-        warm_up = args.warm_up * 60 if args.warm_up is not None else args.minutes * 10
         problems = [p for r in replicas for p in verdict(r.name, r.samples, warm_up)]
         problems += [
             f"{r.name} exited with status {r.proc.returncode}"
@@ -258,6 +270,10 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             growth = block_growth(replica.name, replica.samples, warm_up)
             if growth is not None:
                 print(growth)
+            traced = [s["growth"] for s in replica.samples if "growth" in s]
+            if traced:
+                print(f"{replica.name}: grew most since the warm-up, by source line:")
+                print("\n".join(f"  {line}" for line in traced[-1]))
         print("verdict: " + ("nothing grew" if not problems else "; ".join(problems)))
         return {
             "minutes": args.minutes,
@@ -279,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=2.0, help="writes per second")
     parser.add_argument("--kubeconfig", help="a server on the loopback (default: an emulator)")
     parser.add_argument("--json", help="write the samples and the verdict there")
+    parser.add_argument(
+        "--trace-allocations",
+        action="store_true",
+        help="trace allocations after the warm-up and report where memory grew (slower)",
+    )
     args = parser.parse_args(argv)
     if not 0 < args.minutes <= MAX_MINUTES:
         parser.error(f"--minutes must be more than 0 and at most {MAX_MINUTES}")
