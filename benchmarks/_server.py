@@ -17,6 +17,12 @@ has a core to itself. It answers just what the measured clients ask:
   empty initial state first: the ``k8s.io/initial-events-end`` BOOKMARK at
   resourceVersion "1", then the same stream.
 
+With ``--client-go BIN`` (benchmarks/client_go, built by ``_client_go.py``),
+the ``stream`` namespace also speaks protobuf, as kube-apiserver does for
+built-in kinds: a client that accepts ``application/vnd.kubernetes.protobuf``
+first gets the empty list and the same events in it, encoded by Kubernetes'
+own serializers (``BIN encode``).
+
 Every response body is encoded once, at start.
 """
 
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,6 +44,28 @@ from _pods import make_pod
 
 LIST_RV = "1000000"
 STREAM_BATCH = 8  # events per write: a busy server's flushes coalesce on the wire
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def _protobuf_frames(client_go: str, lines: list[bytes]) -> tuple[bytes, list[bytes]]:
+    """The empty list at resourceVersion "1" and each watch event of ``lines`` in
+    protobuf (each event's frame with its 4-byte length), encoded by ``client_go``."""
+    encoded = subprocess.run(
+        [client_go, "encode", "-list-rv", "1"],
+        input=b"".join(lines),
+        capture_output=True,
+        check=True,
+        timeout=600,
+    ).stdout
+    frames = []
+    at = 0
+    while at < len(encoded):
+        end = at + 4 + int.from_bytes(encoded[at : at + 4], "big")
+        frames.append(encoded[at:end])
+        at = end
+    if len(frames) != len(lines) + 1:
+        raise SystemExit(f"{client_go} encode: {len(frames)} frames for {len(lines)} events")
+    return frames[0][4:], frames[1:]
 
 
 def _discovery() -> dict[str, bytes]:
@@ -63,7 +92,7 @@ def _discovery() -> dict[str, bytes]:
     }
 
 
-def build(pods: int, events: int, page_size: int) -> web.Application:
+def build(pods: int, events: int, page_size: int, client_go: str | None) -> web.Application:
     enc = msgspec.json.encode
     items = [make_pod(i, namespace="bench", rv=i + 1) for i in range(pods)]
     pages: dict[tuple[int, int], bytes] = {}
@@ -96,6 +125,12 @@ def build(pods: int, events: int, page_size: int) -> web.Application:
         b"".join(stream_lines[i : i + STREAM_BATCH])
         for i in range(0, len(stream_lines), STREAM_BATCH)
     ]
+    protobuf_list, protobuf_chunks = b"", []
+    if client_go:
+        protobuf_list, frames = _protobuf_frames(client_go, stream_lines)
+        protobuf_chunks = [
+            b"".join(frames[i : i + STREAM_BATCH]) for i in range(0, len(frames), STREAM_BATCH)
+        ]
 
     def initial_events_end(rv: str) -> bytes:
         bookmark = {
@@ -130,19 +165,27 @@ def build(pods: int, events: int, page_size: int) -> web.Application:
     async def handle_pods(request: web.Request) -> web.StreamResponse:
         namespace = request.match_info["namespace"]
         watching = request.query.get("watch", "") not in ("", "0", "false")
+        protobuf = bool(protobuf_chunks) and request.headers.get("Accept", "").startswith(PROTOBUF)
         if namespace == "stream" and watching:
-            response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            content_type = f"{PROTOBUF};stream=watch" if protobuf else "application/json"
+            response = web.StreamResponse(headers={"Content-Type": content_type})
             response.enable_chunked_encoding()
             try:
                 await response.prepare(request)
-                if request.query.get("sendInitialEvents") == "true":
-                    await response.write(initial_events_end("1"))
-                for chunk in stream_chunks:
-                    await response.write(chunk)
+                if protobuf:
+                    for chunk in protobuf_chunks:  # client-go sends no sendInitialEvents
+                        await response.write(chunk)
+                else:
+                    if request.query.get("sendInitialEvents") == "true":
+                        await response.write(initial_events_end("1"))
+                    for chunk in stream_chunks:
+                        await response.write(chunk)
                 await response.write_eof()
             except ConnectionError:
                 pass  # the client had what it needed and left mid-stream
             return response
+        if namespace == "stream" and protobuf:
+            return web.Response(body=protobuf_list, headers={"Content-Type": PROTOBUF})
         if namespace == "stream":
             return web.Response(body=empty_list, content_type="application/json")
         if watching:  # a watch-list's initial events, then: hold the stream until closed
@@ -171,8 +214,10 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--page-size", type=int, default=500)
+    parser.add_argument("--client-go", help="benchmarks/client_go's binary: serve protobuf too")
     args = parser.parse_args()
-    asyncio.run(_serve(build(args.pods, args.events, args.page_size), args.port))
+    app = build(args.pods, args.events, args.page_size, args.client_go)
+    asyncio.run(_serve(app, args.port))
 
 
 async def _serve(app: web.Application, port: int) -> None:

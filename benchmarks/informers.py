@@ -1,7 +1,8 @@
 """Informers end to end: kubereflector's SharedIndexInformer, its limit, and the official client.
 
     .venv/bin/python benchmarks/informers.py [--pods 10000] [--events 20000] [--repeat 3]
-        [--scale-pods 50000] [--kubeconfig PATH] [--gc] [--only CASE,...]
+        [--scale-pods 50000] [--kubeconfig PATH] [--client-go KUBERNETES_TREE [--go GO]]
+        [--gc] [--only CASE,...]
 
 Servers, each in its own process, over HTTP:
 
@@ -41,6 +42,13 @@ same server in the same run:
   (from the watch cache, unpaginated there), then watches;
 - **official**: ``kubernetes.informer.SharedInformer`` over
   ``CoreV1Api.list_namespaced_pod``, with one handler.
+- **client-go** (with ``--client-go``, see ``_client_go.py``): a Go
+  ``SharedIndexInformer`` of Pods with one no-op handler, as a Go operator gets
+  it (client-go of the tree's release, protobuf unless said), for compact
+  mode's targets: its watch of the recorded stream, which the recorded server
+  then also serves in protobuf (encoded by Kubernetes' own serializers), and,
+  with ``--kubeconfig``, its sync of the real cluster in protobuf and in JSON
+  and its heap per Pod after ``runtime.GC()``.
 
 What is measured:
 
@@ -83,6 +91,7 @@ from pathlib import Path
 from typing import Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _client_go as client_go
 from _informer_cases import CASES, GC_CASES, Ctx, run_case
 from _informer_tables import print_tables
 
@@ -102,11 +111,14 @@ class Runner:
     """Runs cases in fresh processes and keeps each one's median run in ``results``
     (under ``prefix + case``)."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, client_go: Path | None = None) -> None:
         self.args = args
+        self.client_go = client_go
         self.results: dict[str, dict[str, Any]] = {}
 
     def run(self, case: str, ctx: Ctx) -> dict[str, Any]:
+        if case in CLIENT_GO_CASES:
+            return self.run_client_go(case, ctx)
         command = [
             sys.executable,
             __file__,
@@ -130,6 +142,32 @@ class Runner:
         out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=1800)
         result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
         return result
+
+    def run_client_go(self, case: str, ctx: Ctx) -> dict[str, Any]:
+        """A client-go case: its watch of the recorded stream, or its sync of the real
+        cluster (protobuf, or JSON for ``sync-client-go-json``), with its heap per Pod."""
+        assert self.client_go is not None, "client-go cases need --client-go"
+        if case == "watch-client-go":
+            events = ctx.events
+            res = client_go.run(
+                self.client_go,
+                "watch",
+                *("-server", ctx.recorded, "-namespace", "stream", "-events", str(events)),
+            )
+            return {"rate": res["events_per_second"], "seconds": res["seconds"]}
+        assert ctx.kubeconfig is not None, f"{case} runs against a real cluster"
+        protocol = "json" if case.endswith("-json") else "protobuf"
+        res = client_go.run(
+            self.client_go,
+            "sync",
+            *("-kubeconfig", ctx.kubeconfig, "-namespace", ctx.namespace),
+            *("-pods", str(ctx.pods), "-protocol", protocol),
+        )
+        return {
+            "seconds": res["seconds"],
+            "handled": res["handled"],
+            "heap_per_object": res["heap_bytes_per_object"],
+        }
 
     def median_of(self, cases: list[str], repeat: int, ctx: Ctx, prefix: str = "") -> None:
         """Run each case ``repeat`` times, interleaved, keeping each one's median run
@@ -198,6 +236,14 @@ def main() -> None:
         help="also measure the initial sync and memory against this cluster (it gets a "
         "namespace of --pods Pods, created once and reused)",
     )
+    parser.add_argument(
+        "--client-go",
+        metavar="KUBERNETES_TREE",
+        help="also measure client-go (benchmarks/client_go, built in this Kubernetes source "
+        "tree with vendor/, e.g. the one ../shared/real-apiserver builds from): its watch of "
+        "the recorded stream in protobuf and, with --kubeconfig, its sync and heap per Pod",
+    )
+    parser.add_argument("--go", default="go", help="the Go toolchain for --client-go")
     parser.add_argument("--gc", action="store_true", help="also run the GC-variant cases")
     parser.add_argument(
         "--only",
@@ -225,7 +271,8 @@ def main() -> None:
         print(json.dumps(run_case(args.case, ctx)), flush=True)
         os._exit(0)  # the official informer's thread blocks in a read: do not join it
 
-    runner = Runner(args)
+    binary = client_go.build(args.client_go, args.go) if args.client_go else None
+    runner = Runner(args, binary)
     port, control_port, recorded_port = _free_port(), _free_port(), _free_port()
     print(
         f"starting the emulator with {args.pods:,} Pods and the recorded server with "
@@ -240,6 +287,7 @@ def main() -> None:
     recorded = _server(
         "_server.py",
         *("--port", str(recorded_port), "--pods", str(STREAM_PODS), "--events", str(args.events)),
+        *(("--client-go", str(binary)) if binary else ()),
     )
     with emulator, recorded:
         ctx = Ctx(
@@ -250,19 +298,25 @@ def main() -> None:
             args.events,
         )
         if args.only:
-            emulated = [case for case in _only(args.only) if case not in PROTOBUF_CASES]
+            emulated = [
+                case
+                for case in _only(args.only)
+                if case not in PROTOBUF_CASES and case not in REAL_CLIENT_GO_CASES
+            ]
             runner.median_of(emulated, args.repeat, ctx)
         else:
             _emulated(runner, args, ctx)
     if args.only:
-        real = [case for case in _only(args.only) if case in REAL_CASES]
+        real = [
+            case for case in _only(args.only) if case in REAL_CASES or case in REAL_CLIENT_GO_CASES
+        ]
         if args.kubeconfig and real:
             _real(runner, args, real)
         return
     if args.scale_pods:
         _scale(runner, args)
     if args.kubeconfig:
-        _real(runner, args, REAL_CASES)
+        _real(runner, args, REAL_CASES + (REAL_CLIENT_GO_CASES if binary else []))
         _real_memory_and_official(runner, args)
     print_tables(runner.results, args)
 
@@ -280,7 +334,7 @@ def _emulated(runner: Runner, args: argparse.Namespace, ctx: Ctx) -> None:
     ]
     runner.median_of(sync + (GC_CASES if args.gc else []), n, ctx)
     runner.median_of(["sync-official"], slow, ctx)
-    runner.median_of(WATCH_CASES, n, ctx)
+    runner.median_of(WATCH_CASES + (["watch-client-go"] if runner.client_go else []), n, ctx)
     runner.median_of(["watch-official"], slow, ctx)
     runner.median_of([c for c in CASES if c.startswith("memory-")], 1, ctx)
     runner.median_of(RELIST_CASES, n, ctx)
@@ -301,6 +355,10 @@ RELIST_CASES: Final = [
     "relist-kubereflector-compact",
     "relist-kubereflector-compact-async",
 ]
+REAL_CLIENT_GO_CASES: Final = ["sync-client-go", "sync-client-go-json"]
+"""client-go's sync of the real cluster in protobuf and in JSON (``--client-go``)."""
+CLIENT_GO_CASES: Final = {"watch-client-go", *REAL_CLIENT_GO_CASES}
+"""Cases run by the Go peer, not by this script (see ``Runner.run_client_go``)."""
 PROTOBUF_CASES: Final = {"sync-raw-list-protobuf", "sync-raw-watchlist-protobuf"}
 """Cases only a real cluster answers (the emulator speaks JSON only)."""
 REAL_CASES: Final = [
@@ -402,9 +460,11 @@ async def _seed_real(kubeconfig: str, namespace: str, pods: int) -> str:
 
 def _only(names: str) -> list[str]:
     cases = [name.strip() for name in names.split(",") if name.strip()]
-    unknown = [name for name in cases if name not in CASES]
+    unknown = [name for name in cases if name not in CASES and name not in CLIENT_GO_CASES]
     if unknown or not cases:
-        raise SystemExit(f"--only: unknown case(s) {unknown}; choose from {sorted(CASES)}")
+        raise SystemExit(
+            f"--only: unknown case(s) {unknown}; choose from {sorted([*CASES, *CLIENT_GO_CASES])}"
+        )
     return cases
 
 
