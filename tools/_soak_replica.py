@@ -11,7 +11,9 @@ the blocks Python's allocator has handed out, and each informer's counters
 With ``--trace-allocations SECONDS`` it traces allocations (``tracemalloc``,
 which slows it down), takes a snapshot at its first sample after SECONDS, and
 adds to each later sample the source lines whose live memory grew most since
-that snapshot: where a slow growth comes from.
+that snapshot: where a slow growth comes from; and to every sample the memory
+the traced allocations hold (``traced_kib``), to tell objects kept alive from
+the allocator's own growth in the resident memory.
 
 It runs the example's own Manager (``build()``), so what is measured is the
 example as users run it. SIGTERM stops it gracefully, as the example; Linux
@@ -102,6 +104,7 @@ async def sampling(manager: Manager, every: float, trace_after: float | None) ->
     while True:
         line = sample(manager, started)
         if trace_after is not None:
+            line["traced_kib"] = tracemalloc.get_traced_memory()[0] // 1024
             if baseline is None and line["seconds"] >= trace_after:
                 baseline = tracemalloc.take_snapshot()
             elif baseline is not None:

@@ -272,7 +272,11 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
                 print(growth)
             traced = [s["growth"] for s in replica.samples if "growth" in s]
             if traced:
-                print(f"{replica.name}: grew most since the warm-up, by source line:")
+                held = [s["traced_kib"] for s in replica.samples if "growth" in s]
+                print(
+                    f"{replica.name}: traced allocations held {held[-1] - held[0]:+,} KiB "
+                    "over the traced samples; grew most, by source line:"
+                )
                 print("\n".join(f"  {line}" for line in traced[-1]))
         print("verdict: " + ("nothing grew" if not problems else "; ".join(problems)))
         return {
