@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import ctypes
 import gc
 import json
 import logging
@@ -33,9 +34,10 @@ import sys
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from _replicator import load_example
 
@@ -49,6 +51,44 @@ def rss_kib() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd",
+            "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def _mallinfo2() -> Callable[[], _MallInfo2] | None:
+    """glibc's ``mallinfo2`` (2.33 and later), or ``None`` elsewhere."""
+    try:
+        function = ctypes.CDLL(None).mallinfo2
+    except (AttributeError, OSError):
+        return None
+    function.restype = _MallInfo2
+    function.argtypes = []
+    return cast("Callable[[], _MallInfo2]", function)
+
+
+MALLINFO2 = _mallinfo2()
+
+
+def malloc_kib() -> dict[str, int]:
+    """What C's allocator holds (glibc only; empty elsewhere): ``malloc_used_kib``, the
+    memory handed out (Python's large objects and arenas, C libraries' buffers), and
+    ``malloc_free_kib``, the free memory kept in its heaps. Resident memory that grows
+    while the first stays flat is fragmentation, not objects kept alive."""
+    if MALLINFO2 is None:
+        return {}
+    info = MALLINFO2()
+    return {
+        "malloc_used_kib": (info.uordblks + info.hblkhd) // 1024,
+        "malloc_free_kib": info.fordblks // 1024,
+    }
 
 
 def sample(manager: Manager, started: float) -> dict[str, Any]:
@@ -74,6 +114,7 @@ def sample(manager: Manager, started: float) -> dict[str, Any]:
         # Python's allocator's blocks in use: flat while RSS creeps up means the
         # allocator's arenas, not objects kept alive.
         "allocated_blocks": sys.getallocatedblocks(),
+        **malloc_kib(),
         "types": dict(types.most_common(12)),
         "leader": manager.is_leader(),
         "informers": informers,

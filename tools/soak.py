@@ -158,18 +158,29 @@ def verdict(name: str, samples: list[dict[str, Any]], warm_up: float) -> list[st
     return grew
 
 
-def block_growth(name: str, samples: list[dict[str, Any]], warm_up: float) -> str | None:
-    """How the blocks Python's allocator handed out moved after ``warm_up`` seconds
-    (the median of the last three samples against the first three), for the
-    report: objects kept alive show there long before in the resident memory.
-    ``None`` with fewer than six samples after the warm-up."""
+def allocator_growth(name: str, samples: list[dict[str, Any]], warm_up: float) -> str | None:
+    """How the allocators moved after ``warm_up`` seconds (the median of the last three
+    samples against the first three), for the report: the blocks Python's allocator
+    handed out (objects kept alive show there long before in the resident memory)
+    and, on glibc, the memory C's allocator handed out and the free memory it keeps
+    (resident memory that grows with only the latter is fragmentation). ``None``
+    with fewer than six samples after the warm-up."""
     steady = [s for s in samples if s["seconds"] >= warm_up and "allocated_blocks" in s]
     if len(steady) < 6:
         return None
-    first = statistics.median(s["allocated_blocks"] for s in steady[:3])
-    last = statistics.median(s["allocated_blocks"] for s in steady[-3:])
+
+    def moved(field: str) -> float:
+        first = statistics.median(float(s[field]) for s in steady[:3])
+        return statistics.median(float(s[field]) for s in steady[-3:]) - first
+
     minutes = (steady[-2]["seconds"] - steady[1]["seconds"]) / 60
-    return f"{name}: allocated blocks {last - first:+,.0f} over {minutes:.0f} min after the warm-up"
+    line = f"{name}: allocated blocks {moved('allocated_blocks'):+,.0f}"
+    if all("malloc_used_kib" in s for s in steady):
+        line += (
+            f", malloc in use {moved('malloc_used_kib'):+,.0f} KiB, "
+            f"malloc free {moved('malloc_free_kib'):+,.0f} KiB"
+        )
+    return f"{line} over {minutes:.0f} min after the warm-up"
 
 
 def table(replicas: list[Replica]) -> str:
@@ -267,7 +278,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         ]
         print(f"\nchurn: {churn.writes} writes ({churn.refused} refused: conflicts, races)")
         for replica in replicas:
-            growth = block_growth(replica.name, replica.samples, warm_up)
+            growth = allocator_growth(replica.name, replica.samples, warm_up)
             if growth is not None:
                 print(growth)
             traced = [s["growth"] for s in replica.samples if "growth" in s]
