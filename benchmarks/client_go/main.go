@@ -89,20 +89,33 @@ func config(kubeconfig, server, protocol string) *rest.Config {
 	return cfg
 }
 
+// counter counts adds and updates, as benchmarks/_informer_cases.py's handler
+// does: the recorded stream's first event of each Pod reaches the handler as
+// an add (the informer starts from an empty list), the others as updates.
 type counter struct {
-	adds, updates atomic.Int64
-	first, last   atomic.Int64 // UnixNano of the first and the last update
+	wanted      int64 // the count at which last is taken
+	adds, seen  atomic.Int64
+	first, last atomic.Int64 // UnixNano of the first add or update and of the wanted-th
 }
 
-func (c *counter) OnAdd(obj interface{}, _ bool) { c.adds.Add(1) }
-func (c *counter) OnUpdate(_, obj interface{}) {
+func (c *counter) count() {
 	now := time.Now().UnixNano()
-	if c.updates.Add(1) == 1 {
+	n := c.seen.Add(1)
+	if n == 1 {
 		c.first.Store(now)
 	}
-	c.last.Store(now)
+	if n == c.wanted {
+		c.last.Store(now)
+	}
 }
-func (c *counter) OnDelete(obj interface{}) {}
+
+func (c *counter) OnAdd(obj interface{}, _ bool) {
+	c.adds.Add(1)
+	c.count()
+}
+
+func (c *counter) OnUpdate(_, obj interface{}) { c.count() }
+func (c *counter) OnDelete(obj interface{})    {}
 
 func informer(cfg *rest.Config, namespace string) cache.SharedIndexInformer {
 	clientset, err := kubernetes.NewForConfig(cfg)
@@ -179,7 +192,7 @@ func main() {
 		return
 	}
 
-	handler := &counter{}
+	handler := &counter{wanted: *events}
 	stop := make(chan struct{})
 	deadline := time.Now().Add(10 * time.Minute)
 	wait := func(done func() bool, what string) {
@@ -220,7 +233,7 @@ func main() {
 			fail("%v", err)
 		}
 		go inf.Run(stop)
-		wait(func() bool { return handler.updates.Load() >= *events }, "the watch")
+		wait(func() bool { return handler.seen.Load() >= *events }, "the watch")
 		seconds := float64(handler.last.Load()-handler.first.Load()) / 1e9
 		result["seconds"] = seconds
 		result["events"] = *events
