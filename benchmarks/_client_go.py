@@ -13,13 +13,16 @@ rebuild seconds.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import tempfile
+import sys
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tools"))
+
+from _go_build import build_in_tree  # noqa: E402
+
 SOURCE = HERE / "client_go" / "main.go"
 BUILD = HERE / ".build"
 PACKAGE = "krbench_client_go"
@@ -27,40 +30,9 @@ PACKAGE = "krbench_client_go"
 
 
 def build(tree: str, go: str = "go") -> Path:
-    """Build the peer against the Kubernetes tree ``tree``; return the binary's path.
-
-    Raises ``SystemExit`` naming what is missing (the tree's ``vendor/``, the Go
-    toolchain) or with the compiler's output when the build fails."""
-    root = Path(tree).expanduser().resolve()
-    if not (root / "vendor" / "k8s.io" / "client-go").exists() or not (root / "go.mod").is_file():
-        raise SystemExit(
-            f"--client-go {tree}: not a Kubernetes source tree with vendor/k8s.io/client-go"
-        )
-    BUILD.mkdir(exist_ok=True)
-    binary = BUILD / "client_go"
-    with tempfile.TemporaryDirectory() as scratch:
-        overlay = Path(scratch) / "overlay.json"
-        overlay.write_text(
-            json.dumps({"Replace": {str(root / PACKAGE / "main.go"): str(SOURCE)}}),
-            encoding="utf-8",
-        )
-        env = {
-            **os.environ,
-            "GOFLAGS": "-mod=vendor",
-            "GOTOOLCHAIN": "local",
-            "GOPROXY": "off",
-            "CGO_ENABLED": "0",
-        }
-        command = [go, "build", "-overlay", str(overlay), "-o", str(binary), f"./{PACKAGE}"]
-        try:
-            done = subprocess.run(
-                command, cwd=root, env=env, capture_output=True, text=True, timeout=1200
-            )
-        except FileNotFoundError:
-            raise SystemExit(f"--go {go}: no Go toolchain there") from None
-    if done.returncode != 0:
-        raise SystemExit(f"building {SOURCE} in {root} failed:\n{done.stderr}")
-    return binary
+    """Build the peer against the Kubernetes tree ``tree``; return the binary's path
+    (``SystemExit`` as :func:`_go_build.build_in_tree` raises it)."""
+    return build_in_tree(tree, go, SOURCE, PACKAGE, BUILD / "client_go")
 
 
 def run(binary: Path, mode: str, *args: str) -> dict[str, Any]:

@@ -11,7 +11,9 @@ A :class:`CompactObject` holds one Kubernetes object as
 * the raw JSON bytes of everything else (``spec``, ``status``, ``data``,
   ``metadata.managedFields``, ...), decoded each time it is read and not kept
   decoded: keep what you read (or :meth:`CompactObject.to_dict`) if you read
-  it again and again.
+  it again and again. An object listed in protobuf (built-in kinds; see
+  :mod:`kubereflector.protobuf`) keeps those parts as the server's protobuf
+  instead, and reads them as the same JSON-shaped values.
 
 Reads behave like the ``dict`` s of the default mode: ``obj["spec"]["nodeName"]``,
 ``obj.get("status", {})``, ``"spec" in obj``, iteration, ``len``, ``keys()``/
@@ -36,6 +38,7 @@ Immutable, hence safe to share between threads.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
@@ -315,6 +318,11 @@ class CompactMetadata(
     )
     _finalizers: tuple[str, ...] | None = field(default=None, name="finalizers")
     _managed_fields: Raw = field(default=_EMPTY, name="managedFields")
+    # managedFields of metadata decoded from protobuf: its entries' encoded
+    # fields (``ObjectMeta`` field 17), decoded when read.
+    _protobuf_managed_fields: bytes | None = field(
+        default=None, name="kubereflector.dev/protobuf-managedFields"
+    )
 
     def __getitem__(self, key: str) -> Any:
         attribute = _META_ATTRIBUTES.get(key)
@@ -323,7 +331,9 @@ class CompactMetadata(
         value = getattr(self, attribute)
         if type(value) is Raw:
             if not value:
-                raise KeyError(key)
+                if self._protobuf_managed_fields is None:
+                    raise KeyError(key)
+                return _freeze(_protobuf_managed_fields(self._protobuf_managed_fields))
             value = _decode(value)
         elif value is None:
             raise KeyError(key)
@@ -331,16 +341,18 @@ class CompactMetadata(
 
     def __iter__(self) -> Iterator[str]:
         for key, attribute in _META_ATTRIBUTES.items():
-            value = getattr(self, attribute)
-            if value is not None and (type(value) is not Raw or value):
+            if self._has(attribute):
                 yield key
 
     def __contains__(self, key: object) -> bool:
         attribute = _META_ATTRIBUTES.get(key) if type(key) is str else None
-        if attribute is None:
-            return False
+        return attribute is not None and self._has(attribute)
+
+    def _has(self, attribute: str) -> bool:
         value = getattr(self, attribute)
-        return value is not None and (type(value) is not Raw or bool(value))
+        if type(value) is Raw:
+            return bool(value) or self._protobuf_managed_fields is not None
+        return value is not None
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -365,18 +377,34 @@ class CompactMetadata(
 
     def to_dict(self) -> dict[str, Any]:
         """A mutable deep copy, ``managedFields`` decoded."""
-        result: dict[str, Any] = _decode(_encode(self))
+        protobuf = self._protobuf_managed_fields
+        if protobuf is None:
+            result: dict[str, Any] = _decode(_encode(self))
+            return result
+        result = _decode(_encode(msgspec.structs.replace(self, _protobuf_managed_fields=None)))
+        result["managedFields"] = _protobuf_managed_fields(protobuf)
         return result
 
 
-_META_ATTRIBUTES: Final = dict(
-    zip(
-        CompactMetadata.__struct_encode_fields__,
-        CompactMetadata.__struct_fields__,
-        strict=True,
+_META_ATTRIBUTES: Final = {
+    name: attribute
+    for name, attribute in zip(
+        CompactMetadata.__struct_encode_fields__, CompactMetadata.__struct_fields__, strict=True
     )
-)
+    if attribute != "_protobuf_managed_fields"
+}
 """JSON name -> attribute, in field order."""
+
+
+def _protobuf_managed_fields(data: bytes) -> Any:
+    """The ``managedFields`` of the encoded ``ObjectMeta`` fields ``data``."""
+    from ..protobuf._decode import decode_message
+
+    return decode_message(data, 0, len(data), _OBJECT_META, _MANAGED_FIELDS)["managedFields"]
+
+
+_OBJECT_META: Final = "meta/v1.ObjectMeta"
+_MANAGED_FIELDS: Final = frozenset({"managedFields"})
 
 
 def _identity_text(meta: Any) -> str:
@@ -419,6 +447,11 @@ class CompactObject(
     # An object whose metadata has fields CompactMetadata does not know keeps it
     # as a plain dict (wrapped read-only when read).
     _plain_metadata: dict[str, Any] | None = field(default=None, name="kubereflector.dev/metadata")
+    # An object listed in protobuf: the encoded fields of its message other than
+    # metadata (``_spec``, ``_status`` and ``_extra`` stay empty), and the type
+    # they decode as (a name from kubereflector.protobuf's table).
+    _protobuf: bytes | None = field(default=None, name="kubereflector.dev/protobuf")
+    _protobuf_type: str | None = field(default=None, name="kubereflector.dev/protobuf-type")
 
     def __getitem__(self, key: str) -> Any:
         if key == "metadata":
@@ -428,7 +461,13 @@ class CompactObject(
             if self._plain_metadata is not None:
                 return ReadOnlyDict(self._plain_metadata)
             raise KeyError(key)
-        if key == "spec" or key == "status":
+        if self._protobuf is not None:
+            if key != "kind" and key != "apiVersion":
+                part = self._protobuf_part(frozenset((key,)))
+                if key not in part:
+                    raise KeyError(key)
+                return _freeze(part[key])
+        elif key == "spec" or key == "status":
             raw = self._spec if key == "spec" else self._status
             if not raw:
                 raise KeyError(key)
@@ -450,6 +489,9 @@ class CompactObject(
             yield "kind"
         if self._metadata is not None or self._plain_metadata is not None:
             yield "metadata"
+        if self._protobuf is not None:
+            yield from self._protobuf_part()
+            return
         if self._spec:
             yield "spec"
         if self._status:
@@ -460,6 +502,10 @@ class CompactObject(
     def __contains__(self, key: object) -> bool:
         if key == "metadata":
             return self._metadata is not None or self._plain_metadata is not None
+        if self._protobuf is not None:
+            if key == "kind" or key == "apiVersion":
+                return (self._kind if key == "kind" else self._api_version) is not None
+            return type(key) is str and key in self._protobuf_part(frozenset((key,)))
         if key == "spec":
             return bool(self._spec)
         if key == "status":
@@ -515,8 +561,24 @@ class CompactObject(
         """``self["apiVersion"]``, or ``None``."""
         return self._api_version
 
+    def _protobuf_part(self, keys: frozenset[str] | None = None) -> dict[str, Any]:
+        """The top-level fields of an object listed in protobuf but its metadata
+        (only ``keys`` of them if given), decoded."""
+        from ..protobuf._decode import decode_message
+
+        data = self._protobuf
+        assert data is not None
+        assert self._protobuf_type is not None
+        only = keys if keys is not None else _rest_of(self._protobuf_type)
+        part: dict[str, Any] = decode_message(data, 0, len(data), self._protobuf_type, only)
+        part.pop("metadata", None)
+        return part
+
     def to_json(self) -> bytes:
-        """The object as JSON (its raw parts as they came from the server)."""
+        """The object as JSON (its raw parts as they came from the server; an
+        object listed in protobuf as the server's JSON would give it)."""
+        if self._protobuf is not None:
+            return _encode(self.to_dict())
         if self._extra is None and self._plain_metadata is None:
             return _encode(self)
         fields: dict[str, Any] = {}
@@ -539,17 +601,30 @@ class CompactObject(
     def to_dict(self) -> dict[str, Any]:
         """A mutable deep copy: the whole object decoded, as ``object_mode="dict"``
         would have stored it."""
-        result: dict[str, Any] = _decode(self.to_json())
+        if self._protobuf is None:
+            result: dict[str, Any] = _decode(self.to_json())
+            return result
+        result = {}
+        if self._api_version is not None:
+            result["apiVersion"] = self._api_version
+        if self._kind is not None:
+            result["kind"] = self._kind
+        if self._metadata is not None:
+            result["metadata"] = self._metadata.to_dict()
+        result.update(self._protobuf_part())
         return result
 
     def without_managed_fields(self) -> CompactObject:
         """This object without ``metadata.managedFields`` (itself if it has none)."""
         meta = self._metadata
         if meta is not None:
-            if not meta._managed_fields:
+            if not meta._managed_fields and meta._protobuf_managed_fields is None:
                 return self
             return msgspec.structs.replace(
-                self, _metadata=msgspec.structs.replace(meta, _managed_fields=_EMPTY)
+                self,
+                _metadata=msgspec.structs.replace(
+                    meta, _managed_fields=_EMPTY, _protobuf_managed_fields=None
+                ),
             )
         plain = self._plain_metadata
         if plain is None or "managedFields" not in plain:
@@ -560,6 +635,14 @@ class CompactObject(
 
 for _cls in (CompactObject, CompactMetadata):
     Mapping.register(_cls)
+
+
+@functools.cache
+def _rest_of(type_name: str) -> frozenset[str]:
+    """The JSON keys of ``type_name``'s fields but ``metadata`` (inline ones as "")."""
+    from ..protobuf._schema import message
+
+    return frozenset(f.name for f in message(type_name).fields if f.name != "metadata")
 
 
 def _compact_identity(obj: CompactObject) -> tuple[str | None, Any]:

@@ -33,11 +33,15 @@ import msgspec
 from typing_extensions import overload  # get_overloads() sees it on Python 3.10 too
 from yarl import URL
 
+from .. import protobuf
 from .._version import __version__
+from ..cache._compact_protobuf import decode_protobuf_list
 from ..cache.compact import CompactObject, ObjectMode, _decode_generic, _detach
 from ..cache.keys import KubeObject, ModelT
 from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
+from ..protobuf._envelope import MAGIC
+from ..protobuf._schema import list_kind
 from ._connector import new_connector
 from ._lines import BATCH_BYTES, MAX_LINE_BYTES, WatchEventStream, decode_watch_stream
 from ._redact import Redactor
@@ -74,6 +78,8 @@ ACCEPT_METADATA_LIST: Final = (
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 )
 """``Accept`` of a metadata-only list (falls back to full objects if the server cannot)."""
+ACCEPT_PROTOBUF: Final = f"{protobuf.CONTENT_TYPE},application/json"
+"""``Accept`` of a list in compact mode of a kind with protobuf: protobuf, else JSON."""
 ACCEPT_METADATA: Final = (
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 )
@@ -132,6 +138,8 @@ _RAW_LIST_DECODER: Final = msgspec.json.Decoder(_RawListBody)
 _ANY_DECODER: Final = msgspec.json.Decoder()
 _DECODE_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 """What decoding raises for bad JSON: msgspec's errors, and RecursionError for deep nesting."""
+_PROTOBUF_ERRORS: Final = (protobuf.ProtobufError, UnicodeDecodeError, IndexError, RecursionError)
+"""What decoding raises for bad protobuf (IndexError: bytes that end inside a field)."""
 _encode: Final = msgspec.json.encode
 
 
@@ -174,6 +182,36 @@ def _item_kind(list_kind: str, api_version: str) -> tuple[str | None, str | None
     if list_kind.endswith("List"):
         return sys.intern(list_kind[:-4]), sys.intern(api_version) if api_version else None
     return None, None
+
+
+def _has_protobuf(path: str) -> bool:
+    """Whether ``path`` lists a resource kube-apiserver answers in protobuf and
+    the decoder knows (``/api/v1/namespaces/x/pods``, ``/apis/apps/v1/deployments``)."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "api" and len(parts) >= 3:
+        api_version, rest = parts[1], parts[2:]
+    elif parts[0] == "apis" and len(parts) >= 4:
+        api_version, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+    else:
+        return False
+    if rest[0] == "namespaces" and len(rest) == 3:
+        rest = rest[2:]
+    return len(rest) == 1 and list_kind(api_version, rest[0]) is not None
+
+
+def _protobuf_list(data: bytes) -> ListResult:
+    """A list body in protobuf, its items compact (ProtobufError and the like for bad bytes)."""
+    body = decode_protobuf_list(data)
+    return ListResult(
+        body.items, body.resource_version, body.continue_, body.remaining_item_count, None
+    )
+
+
+def _decode_status(data: bytes) -> Any:
+    """An error answer's body decoded (protobuf or JSON); raises what the decoders raise."""
+    if data[:4] == MAGIC:
+        return protobuf.decode(data)
+    return _ANY_DECODER.decode(data)
 
 
 def list_params(options: ListOptions, *, watch: bool = False) -> dict[str, str]:
@@ -520,10 +558,20 @@ class Client:
         that answers 200 with a Failure never empties a cache.
         """
         url = self.url(path, list_params(options))
-        data = await self._send(
-            "GET", url, ACCEPT_METADATA_LIST if metadata_only else ACCEPT_JSON, None, ""
-        )
+        if metadata_only:
+            accept = ACCEPT_METADATA_LIST
+        elif object_mode == "compact" and _has_protobuf(path):
+            accept = ACCEPT_PROTOBUF
+        else:
+            accept = ACCEPT_JSON
+        data = await self._send("GET", url, accept, None, "")
         redactor = self._redactor
+        if data[:4] == MAGIC and accept == ACCEPT_PROTOBUF:
+            try:
+                return _protobuf_list(data)
+            except _PROTOBUF_ERRORS as err:
+                problem = f"could not decode the protobuf list response ({len(data)} bytes): {err}"
+            raise _not_a_list(data, url, problem, redactor)
         try:
             if object_mode == "compact":
                 body: _ListBody | _CompactListBody | _RawListBody = _decode_compact_list(data)
@@ -858,8 +906,8 @@ def _error_from_body(
     status: Any = None
     if body:
         try:
-            status = _ANY_DECODER.decode(body)
-        except _DECODE_ERRORS:
+            status = _decode_status(body)
+        except (*_DECODE_ERRORS, *_PROTOBUF_ERRORS):
             status = None
     if not is_status(status):
         # Redacted before it is cut short, so that no part of a credential survives.
@@ -878,8 +926,8 @@ def _not_a_list(data: bytes, url: URL, problem: str, redactor: Redactor) -> ApiE
     """The error for a 2xx list answer that is not a list: a Status' own error,
     else a DecodeError saying ``problem``."""
     status: Any = None
-    with contextlib.suppress(*_DECODE_ERRORS):
-        status = _ANY_DECODER.decode(data)
+    with contextlib.suppress(*_DECODE_ERRORS, *_PROTOBUF_ERRORS):
+        status = _decode_status(data)
     if isinstance(status, dict) and status.get("kind") == "Status":
         return status_error(redactor.value(status), _safe(url))
     return DecodeError(problem, url=_safe(url))
