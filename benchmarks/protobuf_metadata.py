@@ -256,7 +256,7 @@ def main() -> None:
 
     import msgspec
 
-    from kubereflector.client.rest import _decode_compact_list
+    from kubereflector.client._compact_list import decode_compact_list as _decode_compact_list
 
     url = f"/api/v1/namespaces/kr-bench-{args.pods}/pods"
     json_body, json_reads = asyncio.run(

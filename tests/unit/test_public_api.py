@@ -23,7 +23,17 @@ import kubereflector
 # (``kubereflector.testing.FakeControllerSource``): not re-exported by the package.
 # ``models`` too: ``import kubereflector`` must not load the generated models.
 NOT_REEXPORTED = frozenset(
-    {"testing", "client", "cli", "workqueue", "runtime", "leaderelection", "metrics", "models"}
+    {
+        "testing",
+        "client",
+        "cli",
+        "workqueue",
+        "runtime",
+        "leaderelection",
+        "metrics",
+        "models",
+        "protobuf",
+    }
 )
 
 # Of those, the subpackages whose ``__all__`` re-exports every public name of their

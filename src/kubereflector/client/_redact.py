@@ -18,7 +18,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-__all__ = ["REDACTED", "Credentials", "Redactor", "secrets_of"]
+from yarl import URL
+
+__all__ = ["REDACTED", "Credentials", "Redactor", "safe_url", "secrets_of"]
 
 REDACTED: Final = "<redacted>"
 """What a credential is replaced with."""
@@ -117,3 +119,8 @@ class Redactor:
         if isinstance(value, list):
             return [self._value(v, depth + 1) for v in value]
         return value
+
+
+def safe_url(url: URL) -> str:
+    """``url`` without user info, for messages."""
+    return str(url.with_user(None)) if url.user or url.password else str(url)

@@ -33,18 +33,28 @@ import msgspec
 from typing_extensions import overload  # get_overloads() sees it on Python 3.10 too
 from yarl import URL
 
-from .. import protobuf
 from .._version import __version__
-from ..cache._compact_protobuf import decode_protobuf_list
-from ..cache.compact import CompactObject, ObjectMode, _decode_generic, _detach
+from ..cache.compact import ObjectMode
 from ..cache.keys import KubeObject, ModelT
 from ..cache.listwatch import ListOptions, ListResult, WatchEvent, WatchStream
 from ..errors import ApiError, DecodeError, TruncatedStreamError, error_from_status
-from ..protobuf._envelope import MAGIC
-from ..protobuf._schema import list_kind
+from ._compact_list import (
+    ACCEPT_PROTOBUF,
+    MAGIC,
+    PROTOBUF_ERRORS,
+    CompactListBody,
+    ListMeta,
+    RawListBody,
+    compact_items,
+    decode_compact_list,
+    decode_status,
+    has_protobuf,
+    not_an_object,
+    protobuf_list,
+)
 from ._connector import new_connector
 from ._lines import BATCH_BYTES, MAX_LINE_BYTES, WatchEventStream, decode_watch_stream
-from ._redact import Redactor
+from ._redact import Redactor, safe_url
 from ._status import is_status, status_error
 from .config import ClientConfig, ConfigError
 from .discovery import Discovery, ResourceInfo
@@ -78,8 +88,6 @@ ACCEPT_METADATA_LIST: Final = (
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 )
 """``Accept`` of a metadata-only list (falls back to full objects if the server cannot)."""
-ACCEPT_PROTOBUF: Final = f"{protobuf.CONTENT_TYPE},application/json"
-"""``Accept`` of a list in compact mode of a kind with protobuf: protobuf, else JSON."""
 ACCEPT_METADATA: Final = (
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 )
@@ -100,118 +108,18 @@ _CLOSE_WAIT: Final = 1.0
 """Seconds a watch closed mid-stream waits for its connection to close."""
 
 
-class _ShardInfo(msgspec.Struct):
-    selector: str = ""
-
-
-class _ListMeta(msgspec.Struct):
-    resourceVersion: str = ""
-    continue_: str = msgspec.field(default="", name="continue")
-    remainingItemCount: int | None = None
-    shardInfo: _ShardInfo | None = None
-
-
 class _ListBody(msgspec.Struct):
     apiVersion: str = ""
     kind: str = ""
-    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
     items: list[Any] | msgspec.UnsetType | None = msgspec.UNSET
 
 
-class _CompactListBody(msgspec.Struct):
-    apiVersion: str = ""
-    kind: str = ""
-    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-    items: list[CompactObject] | msgspec.UnsetType | None = msgspec.UNSET
-
-
-class _RawListBody(msgspec.Struct):
-    apiVersion: str = ""
-    kind: str = ""
-    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-    items: list[msgspec.Raw] | msgspec.UnsetType | None = msgspec.UNSET
-
-
 _LIST_DECODER: Final = msgspec.json.Decoder(_ListBody)
-_COMPACT_LIST_DECODER: Final = msgspec.json.Decoder(_CompactListBody)
-_RAW_LIST_DECODER: Final = msgspec.json.Decoder(_RawListBody)
 _ANY_DECODER: Final = msgspec.json.Decoder()
 _DECODE_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 """What decoding raises for bad JSON: msgspec's errors, and RecursionError for deep nesting."""
-_PROTOBUF_ERRORS: Final = (protobuf.ProtobufError, UnicodeDecodeError, IndexError, RecursionError)
-"""What decoding raises for bad protobuf (IndexError: bytes that end inside a field)."""
 _encode: Final = msgspec.json.encode
-
-
-def _decode_compact_list(data: bytes) -> _CompactListBody | _RawListBody:
-    """A list body whose items decode compactly: a :class:`_CompactListBody`,
-    or a :class:`_RawListBody` when some item has a field a typed compact
-    object has no place for (a ConfigMap's data, ...) or is no object at all;
-    :func:`_compact_items` finishes either."""
-    try:
-        return _COMPACT_LIST_DECODER.decode(data)
-    except msgspec.ValidationError:
-        return _RAW_LIST_DECODER.decode(data)
-
-
-def _compact_items(
-    body: _CompactListBody | _RawListBody, items: list[Any], url: URL
-) -> list[CompactObject]:
-    """The items of a compactly decoded list, each detached from the body's
-    bytes and given the list's item kind and apiVersion when it has none.
-    Raises :class:`DecodeError` for an item that is not an object."""
-    kind, api_version = _item_kind(body.kind, body.apiVersion)
-    if type(body) is _CompactListBody:
-        for item in items:
-            _detach(item, kind, api_version)
-        return items
-    compact: list[CompactObject] = []
-    try:
-        for item in items:
-            compact.append(_decode_generic(item, kind, api_version))  # noqa: PERF401 (index)
-    except _DECODE_ERRORS:
-        index = len(compact)
-        bad: Any = items[index]
-        with contextlib.suppress(*_DECODE_ERRORS):
-            bad = _ANY_DECODER.decode(bad)
-        raise _not_an_object(index, bad, url) from None
-    return compact
-
-
-def _item_kind(list_kind: str, api_version: str) -> tuple[str | None, str | None]:
-    if list_kind.endswith("List"):
-        return sys.intern(list_kind[:-4]), sys.intern(api_version) if api_version else None
-    return None, None
-
-
-def _has_protobuf(path: str) -> bool:
-    """Whether ``path`` lists a resource kube-apiserver answers in protobuf and
-    the decoder knows (``/api/v1/namespaces/x/pods``, ``/apis/apps/v1/deployments``)."""
-    parts = path.strip("/").split("/")
-    if parts[0] == "api" and len(parts) >= 3:
-        api_version, rest = parts[1], parts[2:]
-    elif parts[0] == "apis" and len(parts) >= 4:
-        api_version, rest = f"{parts[1]}/{parts[2]}", parts[3:]
-    else:
-        return False
-    if rest[0] == "namespaces" and len(rest) == 3:
-        rest = rest[2:]
-    return len(rest) == 1 and list_kind(api_version, rest[0]) is not None
-
-
-def _protobuf_list(data: bytes) -> ListResult:
-    """A list body in protobuf, its items compact (ProtobufError and the like for bad bytes)."""
-    body = decode_protobuf_list(data)
-    return ListResult(
-        body.items, body.resource_version, body.continue_, body.remaining_item_count, None
-    )
-
-
-def _decode_status(data: bytes) -> Any:
-    """An error answer's body decoded (protobuf or JSON); raises what the decoders raise."""
-    if data[:4] == MAGIC:
-        return protobuf.decode(data)
-    return _ANY_DECODER.decode(data)
 
 
 def list_params(options: ListOptions, *, watch: bool = False) -> dict[str, str]:
@@ -427,7 +335,7 @@ class Client:
     @property
     def server(self) -> str:
         """The API server's base URL, without credentials."""
-        return _safe(self._base)
+        return safe_url(self._base)
 
     def url(self, path: str, params: QueryParams | None = None) -> URL:
         """The full URL for an absolute API ``path`` (``/api/v1/pods``) and query.
@@ -473,7 +381,7 @@ class Client:
             decoded: JsonValue = _ANY_DECODER.decode(data)
         except _DECODE_ERRORS as err:
             raise DecodeError(
-                f"could not decode the response ({len(data)} bytes): {err}", url=_safe(url)
+                f"could not decode the response ({len(data)} bytes): {err}", url=safe_url(url)
             ) from err
         return decoded
 
@@ -488,7 +396,7 @@ class Client:
             what = "an empty body" if body is None else f"a JSON {type(body).__name__}"
             raise DecodeError(
                 f"expected a JSON object in answer to {method}, got {what}",
-                url=_safe(self.url(path, params)),
+                url=safe_url(self.url(path, params)),
             )
         return body
 
@@ -560,7 +468,7 @@ class Client:
         url = self.url(path, list_params(options))
         if metadata_only:
             accept = ACCEPT_METADATA_LIST
-        elif object_mode == "compact" and _has_protobuf(path):
+        elif object_mode == "compact" and has_protobuf(path):
             accept = ACCEPT_PROTOBUF
         else:
             accept = ACCEPT_JSON
@@ -568,13 +476,13 @@ class Client:
         redactor = self._redactor
         if data[:4] == MAGIC and accept == ACCEPT_PROTOBUF:
             try:
-                return _protobuf_list(data)
-            except _PROTOBUF_ERRORS as err:
+                return protobuf_list(data)
+            except PROTOBUF_ERRORS as err:
                 problem = f"could not decode the protobuf list response ({len(data)} bytes): {err}"
             raise _not_a_list(data, url, problem, redactor)
         try:
             if object_mode == "compact":
-                body: _ListBody | _CompactListBody | _RawListBody = _decode_compact_list(data)
+                body: _ListBody | CompactListBody | RawListBody = decode_compact_list(data)
             else:
                 body = _LIST_DECODER.decode(data)
         except _DECODE_ERRORS as err:
@@ -590,13 +498,13 @@ class Client:
         elif type(items) is not list:
             raise _not_a_list(data, url, "the list response has no items array", redactor)
         if not isinstance(body, _ListBody):
-            items = _compact_items(body, items, url)
+            items = compact_items(body, items, url)
         else:
             item_kind = kind[:-4]
             api_version = body.apiVersion
             for index, item in enumerate(items):
                 if type(item) is not dict:
-                    raise _not_an_object(index, item, url)
+                    raise not_an_object(index, item, url)
                 if item_kind and "kind" not in item:
                     item["kind"] = item_kind
                     item.setdefault("apiVersion", api_version)
@@ -667,7 +575,7 @@ class Client:
         else:
             return b"".join(chunks)
         # Raised outside the except block: nothing that saw the answer is chained to it.
-        raise DecodeError(message, url=_safe(url))
+        raise DecodeError(message, url=safe_url(url))
 
     async def _open(
         self,
@@ -721,13 +629,13 @@ class Client:
                         method, "<error>", url.host or "", time.perf_counter() - started
                     )
                 await self._release(transport)
-                raise DecodeError(f"the answer is not valid HTTP: {invalid}", url=_safe(url))
+                raise DecodeError(f"the answer is not valid HTTP: {invalid}", url=safe_url(url))
             if metrics is not None:
                 metrics.observe(
                     method, str(resp.status), url.host or "", time.perf_counter() - started
                 )
             if resp.status == 401 and attempt == 0:
-                logger.debug("401 from %s: refreshing credentials and retrying once", _safe(url))
+                logger.debug("401 from %s: refreshing credentials and retrying once", safe_url(url))
                 resp.close()  # its body is not needed (and could be endless): drop it
                 await self._release(transport)
                 auth.invalidate()
@@ -817,7 +725,7 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
         transport, resp = await self._client._open("GET", url, self._accept, None, "", stream=True)
         self._transport = transport
         self._response = resp
-        safe_url = _safe(url)
+        shown_url = safe_url(url)
         try:
             if resp.status != 200:
                 body = await self._client._read_body(resp, url)
@@ -833,14 +741,14 @@ class _WatchContext(contextlib.AbstractAsyncContextManager[AsyncIterator[WatchEv
             try:
                 return await content.readany()
             except aiohttp.ClientConnectionError as err:
-                raise TruncatedStreamError(f"truncated watch stream: {err}", url=safe_url) from err
+                raise TruncatedStreamError(f"truncated watch stream: {err}", url=shown_url) from err
             except aiohttp.ClientPayloadError as err:  # its message may quote the server
                 message = f"truncated watch stream: {redact(str(err))}"
-            raise TruncatedStreamError(message, url=safe_url)  # outside: nothing chained
+            raise TruncatedStreamError(message, url=shown_url)  # outside: nothing chained
 
         self._events = decode_watch_stream(
             read,
-            safe_url,
+            shown_url,
             max_line=self._client._max_event_bytes,
             redact=self._client._redactor.value,
             object_mode=self._mode,
@@ -906,8 +814,8 @@ def _error_from_body(
     status: Any = None
     if body:
         try:
-            status = _decode_status(body)
-        except (*_DECODE_ERRORS, *_PROTOBUF_ERRORS):
+            status = decode_status(body)
+        except (*_DECODE_ERRORS, *PROTOBUF_ERRORS):
             status = None
     if not is_status(status):
         # Redacted before it is cut short, so that no part of a credential survives.
@@ -918,7 +826,7 @@ def _error_from_body(
             "message": " ".join(text.split())[:_ERROR_MESSAGE_CHARS],
         }
     return error_from_status(
-        redactor.value(status), http_status=resp.status, url=_safe(url), retry_after=retry_after
+        redactor.value(status), http_status=resp.status, url=safe_url(url), retry_after=retry_after
     )
 
 
@@ -926,18 +834,11 @@ def _not_a_list(data: bytes, url: URL, problem: str, redactor: Redactor) -> ApiE
     """The error for a 2xx list answer that is not a list: a Status' own error,
     else a DecodeError saying ``problem``."""
     status: Any = None
-    with contextlib.suppress(*_DECODE_ERRORS, *_PROTOBUF_ERRORS):
-        status = _decode_status(data)
+    with contextlib.suppress(*_DECODE_ERRORS, *PROTOBUF_ERRORS):
+        status = decode_status(data)
     if isinstance(status, dict) and status.get("kind") == "Status":
-        return status_error(redactor.value(status), _safe(url))
-    return DecodeError(problem, url=_safe(url))
-
-
-def _not_an_object(index: int, item: Any, url: URL) -> DecodeError:
-    return DecodeError(
-        f"item {index} of the list response is {type(item).__name__}, not an object",
-        url=_safe(url),
-    )
+        return status_error(redactor.value(status), safe_url(url))
+    return DecodeError(problem, url=safe_url(url))
 
 
 def _parse_retry_after(value: str | None) -> float | None:
@@ -963,13 +864,8 @@ def _too_long(limit: int, url: URL) -> DecodeError:
     return DecodeError(
         f"response body longer than the limit of {limit} bytes (max_body_bytes): "
         "treating the response as broken",
-        url=_safe(url),
+        url=safe_url(url),
     )
-
-
-def _safe(url: URL) -> str:
-    """``url`` without user info, for messages."""
-    return str(url.with_user(None)) if url.user or url.password else str(url)
 
 
 def _query_value(value: str | int | bool) -> str:
