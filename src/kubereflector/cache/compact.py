@@ -280,9 +280,20 @@ class _MappingMixin:
     def __copy__(self) -> Any:
         return self  # immutable
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # An unpickled empty Raw is not the default object, so the JSON encoder
+        # would write it (as nothing: broken JSON); restore the default instead.
+        fields: tuple[str, ...] = self.__struct_fields__  # type: ignore[attr-defined]
+        return (_unpickle, (type(self), tuple(getattr(self, name) for name in fields)))
+
     def __deepcopy__(self, memo: Any) -> Any:
         """A deep copy is for changing: a mutable ``dict`` (as :meth:`to_dict`)."""
         return self.to_dict()
+
+
+def _unpickle(cls: type[Any], values: tuple[Any, ...]) -> Any:
+    """A pickled compact object or metadata, rebuilt with the default empty Raw."""
+    return cls(*(_EMPTY if type(value) is Raw and not value else value for value in values))
 
 
 # -- metadata --------------------------------------------------------------------------

@@ -298,6 +298,10 @@ def test_copies_and_pickling() -> None:
     assert copy.deepcopy(obj["spec"]["containers"]) == pod()["spec"]["containers"]
     assert type(copy.deepcopy(obj["metadata"])) is dict
     assert pickle.loads(pickle.dumps(obj)) == obj
+    # Absent parts (no status, no managedFields) survive a round trip too.
+    bare = to_compact({"kind": "Pod", "metadata": {"name": "a"}, "spec": {}})
+    assert pickle.loads(pickle.dumps(bare)).to_dict() == bare.to_dict()
+    assert pickle.loads(pickle.dumps(bare["metadata"])).to_dict() == {"name": "a"}
     with pytest.raises(TypeError):
         hash(obj)
 
