@@ -81,12 +81,6 @@ func scalar(t reflect.Type) (string, bool) {
 		return "int32", true
 	case reflect.Int64:
 		return "int64", true
-	case reflect.Uint32:
-		return "uint32", true
-	case reflect.Uint64:
-		return "uint64", true
-	case reflect.Float64:
-		return "float64", true
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
 			return "bytes", true

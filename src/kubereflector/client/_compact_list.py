@@ -34,8 +34,8 @@ __all__ = [
     "RawListBody",
     "ShardInfo",
     "compact_items",
+    "decode_body",
     "decode_compact_list",
-    "decode_status",
     "has_protobuf",
     "not_an_object",
     "protobuf_list",
@@ -155,8 +155,8 @@ def protobuf_list(data: bytes) -> ListResult:
     )
 
 
-def decode_status(data: bytes) -> Any:
-    """An error answer's body decoded (protobuf or JSON); raises what the decoders raise."""
+def decode_body(data: bytes) -> Any:
+    """A body decoded, protobuf or JSON; raises what the decoders raise."""
     if data[:4] == MAGIC:
         return decode(data)
     return _ANY.decode(data)

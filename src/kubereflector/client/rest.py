@@ -46,8 +46,8 @@ from ._compact_list import (
     ListMeta,
     RawListBody,
     compact_items,
+    decode_body,
     decode_compact_list,
-    decode_status,
     has_protobuf,
     not_an_object,
     protobuf_list,
@@ -116,7 +116,6 @@ class _ListBody(msgspec.Struct):
 
 
 _LIST_DECODER: Final = msgspec.json.Decoder(_ListBody)
-_ANY_DECODER: Final = msgspec.json.Decoder()
 _DECODE_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 """What decoding raises for bad JSON: msgspec's errors, and RecursionError for deep nesting."""
 _encode: Final = msgspec.json.encode
@@ -366,8 +365,11 @@ class Client:
         """Send a request and return its decoded JSON body (``None`` if empty).
 
         ``json`` is encoded with msgspec (``content_type`` defaults to
-        ``application/json``). Raises the :mod:`~kubereflector.errors` classes
-        for error answers and :class:`~kubereflector.errors.DecodeError` for an
+        ``application/json``). An ``accept`` of
+        :data:`kubereflector.protobuf.CONTENT_TYPE` asks for the server's
+        protobuf, decoded into what its JSON would have decoded to (the built-in
+        kinds). Raises the :mod:`~kubereflector.errors` classes for error
+        answers and :class:`~kubereflector.errors.DecodeError` for an
         undecodable 2xx body.
         """
         url = self.url(path, params)
@@ -378,8 +380,8 @@ class Client:
         if not data.strip():
             return None
         try:
-            decoded: JsonValue = _ANY_DECODER.decode(data)
-        except _DECODE_ERRORS as err:
+            decoded: JsonValue = decode_body(data)
+        except (*_DECODE_ERRORS, *PROTOBUF_ERRORS) as err:
             raise DecodeError(
                 f"could not decode the response ({len(data)} bytes): {err}", url=safe_url(url)
             ) from err
@@ -454,7 +456,10 @@ class Client:
         in typed lists) get the list's, so listed and watched objects look
         alike. ``metadata_only`` asks for ``PartialObjectMetadataList``.
         ``object_mode="compact"`` decodes the items into
-        :class:`~kubereflector.CompactObject` s (``"dict"``: plain dicts).
+        :class:`~kubereflector.CompactObject` s (``"dict"``: plain dicts), and
+        asks for the server's protobuf for the built-in kinds
+        :mod:`kubereflector.protobuf` knows (JSON when the server answers it, as
+        kube-apiserver does for custom resources; a sharded list stays JSON).
 
         Only a real list is returned: a JSON object with ``items``, an array
         of objects (``null`` counts as empty when the kind ends in ``List``, as
@@ -468,7 +473,8 @@ class Client:
         url = self.url(path, list_params(options))
         if metadata_only:
             accept = ACCEPT_METADATA_LIST
-        elif object_mode == "compact" and has_protobuf(path):
+        elif object_mode == "compact" and not options.shard_selector and has_protobuf(path):
+            # (A 1.28 ListMeta has no shardInfo in protobuf: a sharded list stays JSON.)
             accept = ACCEPT_PROTOBUF
         else:
             accept = ACCEPT_JSON
@@ -814,7 +820,7 @@ def _error_from_body(
     status: Any = None
     if body:
         try:
-            status = decode_status(body)
+            status = decode_body(body)
         except (*_DECODE_ERRORS, *PROTOBUF_ERRORS):
             status = None
     if not is_status(status):
@@ -835,7 +841,7 @@ def _not_a_list(data: bytes, url: URL, problem: str, redactor: Redactor) -> ApiE
     else a DecodeError saying ``problem``."""
     status: Any = None
     with contextlib.suppress(*_DECODE_ERRORS, *PROTOBUF_ERRORS):
-        status = decode_status(data)
+        status = decode_body(data)
     if isinstance(status, dict) and status.get("kind") == "Status":
         return status_error(redactor.value(status), safe_url(url))
     return DecodeError(problem, url=safe_url(url))

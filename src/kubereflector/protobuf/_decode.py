@@ -7,7 +7,7 @@ field absent from the message is its Go zero value; ``omitempty`` drops false,
 0, "", and empty or nil slices, maps and pointers, never a struct; a nil slice,
 map or pointer without ``omitempty`` is ``null``; and the special types keep
 their own JSON (``Time`` as RFC 3339 seconds, ``MicroTime`` with microseconds,
-``Quantity`` and ``Duration`` as strings, ``IntOrString`` as either,
+``Quantity`` as a string, ``IntOrString`` as either,
 ``RawExtension`` and ``FieldsV1`` as the JSON they carry, ``[]byte`` as base64).
 
 Pure functions; thread-safe. Raise :class:`~._wire.ProtobufError` naming the
@@ -17,7 +17,6 @@ message and field for bytes that do not match the schema.
 from __future__ import annotations
 
 import base64
-import struct
 import time
 from collections.abc import Callable, Collection
 from typing import Any, Final
@@ -25,13 +24,12 @@ from typing import Any, Final
 import msgspec
 
 from ._schema import INLINE, OMIT_EMPTY, POINTER, Field, Shape, message
-from ._wire import BYTES, FIXED64, VARINT, ProtobufError, fields, read_varint, signed
+from ._wire import BYTES, VARINT, ProtobufError, fields, read_varint, signed
 
 __all__ = ["decode_message", "format_time", "is_items"]
 
 _ABSENT: Final[Any] = object()
 _NILABLE: Final = frozenset({"bytes", "list", "map"})
-_unpack_double: Final = struct.Struct("<d").unpack_from
 _json_decode: Final = msgspec.json.decode
 
 
@@ -73,7 +71,25 @@ def decode_message(
         if only is not None and field.name not in only:
             continue
         _emit(result, field, found.get(field.number, _ABSENT))
+    nested = _NESTED_TYPE_META.get(type_name)
+    if nested is not None:
+        key, type_meta = nested
+        for item in result.get(key) or ():
+            for name, value in type_meta.items():
+                item.setdefault(name, value)
     return result
+
+
+_NESTED_TYPE_META: Final = {
+    f"apps/{version}.StatefulSetSpec": (
+        "volumeClaimTemplates",
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim"},
+    )
+    for version in ("v1", "v1beta1", "v1beta2")
+}
+"""Objects nested in others whose kind and apiVersion kube-apiserver's conversion
+sets (kubernetes/kubernetes#87583): they reach its JSON, but protobuf has no
+TypeMeta for a nested object, so the decoder puts them back."""
 
 
 def _emit(out: dict[str, Any], field: Field, value: Any) -> None:
@@ -133,12 +149,8 @@ def _append(
     if wire == BYTES and type(shape) is str and shape in _PACKABLE:
         i = a
         while i < b:
-            if shape == "float64":
-                out.append(_float(buf, FIXED64, i, i + 8, where))
-                i += 8
-            else:
-                value, i = read_varint(buf, i)
-                out.append(_SCALARS[shape](buf, VARINT, value, -1, where))
+            value, i = read_varint(buf, i)
+            out.append(_SCALARS[shape](buf, VARINT, value, -1, where))
         return
     out.append(_value(shape, buf, wire, a, b, where))
 
@@ -199,21 +211,6 @@ def _int(buf: bytes, wire: int, a: int, b: int, where: str) -> int:
     return signed(a)
 
 
-def _uint(buf: bytes, wire: int, a: int, b: int, where: str) -> int:
-    _expect(wire, VARINT, where)
-    return a
-
-
-def _float(buf: bytes, wire: int, a: int, b: int, where: str) -> float | int:
-    _expect(wire, FIXED64, where)
-    (value,) = _unpack_double(buf, a)
-    # Go writes an integral float64 without a fraction ("1", not "1.0"), so the
-    # server's JSON reads back as an int.
-    if value.is_integer() and abs(value) < 1e21:
-        return int(value)
-    return float(value)
-
-
 def _timestamp(buf: bytes, a: int, b: int, where: str) -> tuple[int, int]:
     seconds = nanos = 0
     for number, wire, c, _d in fields(buf, a, b):
@@ -249,43 +246,6 @@ def _micro_time(buf: bytes, wire: int, a: int, b: int, where: str) -> str | None
         return None
     seconds, nanos = _timestamp(buf, a, b, where)
     return format_time(seconds, nanos // 1000)
-
-
-def _go_duration(ns: int) -> str:
-    """Go's ``time.Duration.String``."""
-    if ns == 0:
-        return "0s"
-    u = -ns if ns < 0 else ns
-    if u < 1_000_000_000:
-        if u < 1_000:
-            text = f"{u}ns"
-        elif u < 1_000_000:
-            text = _fraction(u, 3) + "µs"
-        else:
-            text = _fraction(u, 6) + "ms"
-    else:
-        text = _fraction(u % 60_000_000_000, 9) + "s"
-        minutes = u // 60_000_000_000
-        if minutes:
-            text = f"{minutes % 60}m{text}"
-            if minutes >= 60:
-                text = f"{minutes // 60}h{text}"
-    return f"-{text}" if ns < 0 else text
-
-
-def _fraction(value: int, digits: int) -> str:
-    whole, fraction = divmod(value, 10**digits)
-    decimals = f"{fraction:0{digits}d}".rstrip("0")
-    return f"{whole}.{decimals}" if decimals else str(whole)
-
-
-def _duration(buf: bytes, wire: int, a: int, b: int, where: str) -> str:
-    _expect(wire, BYTES, where)
-    ns = 0
-    for number, inner, c, _d in fields(buf, a, b):
-        if number == 1:
-            ns = _int(buf, inner, c, -1, where)
-    return _go_duration(ns)
 
 
 def _quantity(buf: bytes, wire: int, a: int, b: int, where: str) -> str:
@@ -334,12 +294,8 @@ _SCALARS: Final[dict[str, _Scalar]] = {
     "bool": _bool,
     "int32": _int,
     "int64": _int,
-    "uint32": _uint,
-    "uint64": _uint,
-    "float64": _float,
     "time": _time,
     "microtime": _micro_time,
-    "duration": _duration,
     "quantity": _quantity,
     "intorstring": _int_or_string,
     "rawextension": _embedded_json,
@@ -351,18 +307,14 @@ _ZEROS: Final[dict[str, Any]] = {
     "bool": False,
     "int32": 0,
     "int64": 0,
-    "uint32": 0,
-    "uint64": 0,
-    "float64": 0,
     "time": None,
     "microtime": None,
-    "duration": "0s",
     "quantity": "0",
     "intorstring": 0,
     "rawextension": None,
     "fieldsv1": None,
 }
 _SPECIAL: Final = frozenset(
-    {"time", "microtime", "duration", "quantity", "intorstring", "rawextension", "fieldsv1"}
+    {"time", "microtime", "quantity", "intorstring", "rawextension", "fieldsv1"}
 )
-_PACKABLE: Final = frozenset({"bool", "int32", "int64", "uint32", "uint64", "float64"})
+_PACKABLE: Final = frozenset({"bool", "int32", "int64"})

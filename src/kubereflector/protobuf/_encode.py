@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import calendar
 import re
-import struct
 from typing import Any, Final
 
 import msgspec
@@ -28,7 +27,6 @@ from ._schema import INLINE, POINTER, Field, Shape, message
 
 __all__ = ["encode_message"]
 
-_pack_double: Final = struct.Struct("<d").pack
 _json_encode: Final = msgspec.json.encode
 _TIME: Final = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(\.\d+)?([Zz]|[+-]\d\d:\d\d)"
@@ -112,12 +110,9 @@ def _field(out: bytearray, number: int, shape: Shape, value: Any, where: str) ->
             _bytes_field(out, number, (value or "").encode())
         elif shape == "bytes":
             _bytes_field(out, number, base64.b64decode(value or ""))
-        elif shape == "bool" or shape in ("int32", "int64", "uint32", "uint64"):
+        elif shape in ("bool", "int32", "int64"):
             _tag(out, number, 0)
             _varint(out, int(value or 0))
-        elif shape == "float64":
-            _tag(out, number, 1)
-            out += _pack_double(float(value or 0))
         else:
             _bytes_field(out, number, _SPECIAL[shape](value))
     except (TypeError, ValueError, AttributeError) as err:
@@ -144,37 +139,6 @@ def _timestamp(value: Any, micro: bool) -> bytes:
     _varint(out, seconds)
     _tag(out, 2, 0)
     _varint(out, nanos)
-    return bytes(out)
-
-
-_DURATION_UNITS: Final = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,
-    "μs": 1_000,
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
-_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def _duration(value: Any) -> bytes:
-    text = value or "0s"
-    sign = -1 if text.startswith("-") else 1
-    body = text.lstrip("+-")
-    total, position = 0, 0
-    for part in _DURATION_PART.finditer(body):
-        if part.start() != position:
-            break
-        total += int(float(part.group(1)) * _DURATION_UNITS[part.group(2)])
-        position = part.end()
-    if position != len(body) or (body != "0" and not total and position == 0):
-        raise ValueError("not a Go duration")
-    out = bytearray()
-    _tag(out, 1, 0)
-    _varint(out, sign * total)
     return bytes(out)
 
 
@@ -205,7 +169,6 @@ def _embedded_json(value: Any) -> bytes:
 _SPECIAL: Final = {
     "time": lambda value: _timestamp(value, micro=False),
     "microtime": lambda value: _timestamp(value, micro=True),
-    "duration": _duration,
     "quantity": _quantity,
     "intorstring": _int_or_string,
     "rawextension": _embedded_json,

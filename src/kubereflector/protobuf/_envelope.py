@@ -1,10 +1,8 @@
-"""kube-apiserver's protobuf envelope and watch frames.
+"""kube-apiserver's protobuf envelope.
 
 A protobuf body is ``k8s\\x00`` and a ``runtime.Unknown``: ``{typeMeta =
 1 {apiVersion = 1, kind = 2}, raw = 2, contentEncoding = 3, contentType = 4}``,
-``raw`` being the object's own message. A watch is a stream of frames, each a
-4-byte big-endian length and a ``metav1.WatchEvent`` ``{type = 1, object = 2
-{raw = 1}}`` without the envelope, its object's bytes with it.
+``raw`` being the object's own message.
 
 Pure functions over bytes; thread-safe. Raise :class:`~._wire.ProtobufError`
 naming what is wrong.
@@ -16,7 +14,7 @@ from typing import Final, NamedTuple
 
 from ._wire import BYTES, ProtobufError, fields
 
-__all__ = ["MAGIC", "Envelope", "open_envelope", "watch_event", "wrap"]
+__all__ = ["MAGIC", "Envelope", "open_envelope", "wrap"]
 
 MAGIC: Final = b"k8s\x00"
 
@@ -56,23 +54,6 @@ def open_envelope(buf: bytes, start: int = 0, end: int | None = None) -> Envelop
                 f"the body has content encoding {buf[a:b].decode(errors='replace')!r}"
             )
     return Envelope(api_version, kind, raw_start, raw_end)
-
-
-def watch_event(buf: bytes, start: int, end: int) -> tuple[str, int, int]:
-    """``(type, start, end)`` of the watch event in ``buf[start:end]`` (one frame
-    without its length): its type and where its object's body lies."""
-    event_type = ""
-    object_start = object_end = start
-    for number, wire, a, b in fields(buf, start, end):
-        if wire != BYTES:
-            continue
-        if number == 1:
-            event_type = buf[a:b].decode(errors="replace")
-        elif number == 2:
-            for inner, inner_wire, c, d in fields(buf, a, b):
-                if inner == 1 and inner_wire == BYTES:
-                    object_start, object_end = c, d
-    return event_type, object_start, object_end
 
 
 def wrap(api_version: str, kind: str, raw: bytes) -> bytes:

@@ -1,7 +1,8 @@
 """Content negotiation and encoding over HTTP: which answer a request's ``Accept``
 asks for (JSON, PartialObjectMetadata, Table, aggregated discovery), how its body is
 decoded (JSON, YAML; protobuf refused), which patch its ``Content-Type`` names, and
-the responses (JSON with kube's headers, ``Status`` objects, ``Warning`` headers).
+the responses (JSON with kube's headers, protobuf for the built-in kinds' lists and
+objects, ``Status`` objects, ``Warning`` headers).
 
 Private to :mod:`kubereflector.testing.apiserver`. No state.
 """
@@ -16,17 +17,20 @@ import yaml
 from aiohttp import web
 
 from ...errors import failure_status
+from ...protobuf import CONTENT_TYPE, encode
 from ._records import ENCODER, decode
 from ._statuses import StatusError, bad_request
 
 __all__ = [
     "JSON",
     "PATCH_TYPES",
+    "PROTOBUF",
     "accepts_json",
     "json_response",
     "negotiate",
     "not_acceptable",
     "patch_type",
+    "protobuf_response",
     "read_body",
     "status_response",
     "wants_aggregated",
@@ -34,6 +38,7 @@ __all__ = [
 ]
 
 JSON: Final = "application/json"
+PROTOBUF: Final = CONTENT_TYPE
 _JSON_RANGES: Final = (JSON, "application/*", "*/*")
 _APPLY: Final = "application/apply-patch+yaml"
 PATCH_TYPES: Final = {
@@ -63,10 +68,14 @@ def _media_ranges(header: str) -> list[tuple[str, dict[str, str]]]:
     return ranges or [("*/*", {})]
 
 
-def negotiate(header: str, target: str) -> str | None:
-    """``"json"``, ``"meta"`` (PartialObjectMetadata) or ``"table"`` for a request whose
-    answer is an ``target`` (``"object"``, ``"list"`` or ``"watch"``); ``None``: 406."""
+def negotiate(header: str, target: str, *, protobuf: bool = False) -> str | None:
+    """``"json"``, ``"meta"`` (PartialObjectMetadata), ``"table"`` or ``"protobuf"``
+    for a request whose answer is an ``target`` (``"object"``, ``"list"`` or
+    ``"watch"``); ``None``: 406. ``protobuf``: whether the answer can be protobuf (a
+    built-in kind; kube-apiserver has none for custom resources, and skips it)."""
     for media_type, params in _media_ranges(header):
+        if media_type == PROTOBUF and protobuf and not params.get("as"):
+            return "protobuf"
         if media_type not in _JSON_RANGES:
             continue
         as_ = params.get("as")
@@ -164,6 +173,11 @@ async def read_body(
 
 
 # -- responses --------------------------------------------------------------------------------
+
+
+def protobuf_response(obj: dict[str, Any]) -> web.Response:
+    """``obj`` (with ``apiVersion`` and ``kind``) as kube-apiserver's protobuf."""
+    return json_response(encode(obj), content_type=PROTOBUF)
 
 
 def json_response(body: bytes, status: int = 200, content_type: str = JSON) -> web.Response:

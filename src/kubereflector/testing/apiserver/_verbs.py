@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any, Final
 from aiohttp import web
 
 from ...errors import failure_status
+from ...protobuf import has_kind
 from ._negotiation import (
     PATCH_TYPES,
     json_response,
     negotiate,
     not_acceptable,
     patch_type,
+    protobuf_response,
     read_body,
     with_warnings,
 )
@@ -193,11 +195,13 @@ async def _converted_list(
 
 
 def _one(record: Record, accept: str, info: ServedResource) -> web.Response:
-    mode = negotiate(accept, "object")
+    mode = negotiate(accept, "object", protobuf=_has_protobuf(info))
     if mode is None:
         raise not_acceptable()
     if mode == "json":
         return json_response(record.full())
+    if mode == "protobuf":
+        return protobuf_response({"apiVersion": info.api_version, "kind": info.kind, **record.obj})
     if mode == "meta":
         return json_response(record.meta_json())
     return json_response(ENCODER.encode(table(info, [record], record.rv, "", "Metadata")))
@@ -208,7 +212,7 @@ def _list(
 ) -> web.Response:
     info = bucket.info
     require_verb(info, "list", "GET")
-    mode = negotiate(accept, "list")
+    mode = negotiate(accept, "list", protobuf=_has_protobuf(info))
     if mode is None:
         raise not_acceptable()
     query = parse_query(params, watch=False, sharding=store.sharded_list_watch)
@@ -225,6 +229,15 @@ def _list(
         meta["remainingItemCount"] = page.remaining
     if query.shard_selector is not None:
         meta["shardInfo"] = {"selector": str(query.shard_selector)}
+    if mode == "protobuf":
+        return protobuf_response(
+            {
+                "apiVersion": info.api_version,
+                "kind": info.list_kind,
+                "metadata": meta,
+                "items": [r.obj for r in page.records],
+            }
+        )
     if mode == "meta":
         head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
         items = b",".join([r.meta_json() for r in page.records])
@@ -437,6 +450,12 @@ def _writer(
         agent = request.headers.get("User-Agent", "")
         manager = agent.split("/", 1)[0][:_MANAGER_MAX] or "unknown"
     return WriteRequest(manager, dry_run=bool(dry_run))
+
+
+def _has_protobuf(info: ServedResource) -> bool:
+    """Whether kube-apiserver answers ``info``'s objects in protobuf when asked
+    (its built-in kinds the protobuf table knows; never a custom resource)."""
+    return info.builtin and has_kind(info.api_version, info.kind)
 
 
 def _list_head(info: ServedResource) -> bytes:
