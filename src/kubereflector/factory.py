@@ -192,6 +192,9 @@ class _FactoryBase:
                 raise TypeError(f"custom_resync keys are resource names, not {name!r}")
             if period < 0:
                 raise ValueError(f"custom_resync[{name!r}] must be >= 0 (got {period})")
+        if reflector_options is None and object_mode == "compact-protobuf":
+            # Protobuf comes with a list (the watch stays JSON): sync with one.
+            reflector_options = ReflectorOptions(use_watch_list=False)
         options = checked_options(reflector_options, "reflector_options")
         custom_options = dict(custom_reflector_options or {})
         for name, value in custom_options.items():

@@ -59,11 +59,14 @@ __all__ = [
     "to_compact",
 ]
 
-ObjectMode = Literal["dict", "compact"]
-"""How an informer stores objects: ``"dict"`` (decoded JSON, the default) or
-``"compact"`` (:class:`CompactObject`)."""
+ObjectMode = Literal["dict", "compact", "compact-protobuf"]
+"""How an informer stores objects: ``"dict"`` (decoded JSON, the default),
+``"compact"`` (:class:`CompactObject`), or ``"compact-protobuf"``: compact
+objects, the built-in kinds' lists read in kube-apiserver's protobuf and kept
+as it (see :mod:`kubereflector.protobuf`: smaller and quicker to list, slower
+to read ``spec`` and ``status``)."""
 
-_OBJECT_MODES: Final = ("dict", "compact")
+_OBJECT_MODES: Final = ("dict", "compact", "compact-protobuf")
 
 _EMPTY: Final = Raw()
 _decode: Final = msgspec.json.decode
@@ -831,5 +834,7 @@ def _compact_transform(transform: Callable[[Any], Any] | None) -> Callable[[Any]
 def _check_object_mode(object_mode: str) -> ObjectMode:
     """``object_mode`` if it is one (raises ``ValueError`` naming it otherwise)."""
     if object_mode not in _OBJECT_MODES:
-        raise ValueError(f"object_mode must be 'dict' or 'compact' (got {object_mode!r})")
+        raise ValueError(
+            f"object_mode must be 'dict', 'compact' or 'compact-protobuf' (got {object_mode!r})"
+        )
     return object_mode  # type: ignore[return-value]

@@ -205,7 +205,11 @@ class SharedIndexInformer(Generic[T]):
     ``object_mode`` picks how objects are stored: ``"dict"`` (decoded JSON, the
     default) or ``"compact"`` (:class:`~kubereflector.CompactObject`: decoded
     metadata and the raw JSON of the rest, about a quarter of the memory, read
-    only; see :mod:`kubereflector.cache.compact`). In compact mode a ListerWatcher
+    only; see :mod:`kubereflector.cache.compact`), or ``"compact-protobuf"``
+    (compact, and the built-in kinds listed in protobuf and kept as it; see
+    :mod:`kubereflector.protobuf`; its first sync is a list unless
+    ``reflector_options`` say otherwise, as the watch stays JSON). In compact
+    mode a ListerWatcher
     with a ``with_object_mode`` method
     (:class:`~kubereflector.client.ResourceListWatch`) is asked to decode
     compactly; objects that arrive as dicts are made compact as they enter
@@ -232,15 +236,18 @@ class SharedIndexInformer(Generic[T]):
             raise ValueError(f"default_resync must be >= 0 (got {default_resync})")
         if queue not in ("real", "delta"):
             raise ValueError(f"queue must be 'real' or 'delta' (got {queue!r})")
-        if self._object_mode == "compact":
+        if self._object_mode != "dict":
             with_object_mode = getattr(lister_watcher, "with_object_mode", None)
             if callable(with_object_mode):
-                lister_watcher = with_object_mode("compact")
+                lister_watcher = with_object_mode(self._object_mode)
         self._lw = lister_watcher
         self._expected_kind = expected_kind
         self._queue_kind = queue
         self._clock: Clock = clock if clock is not None else RealClock()
         self._backoff = backoff
+        if reflector_options is None and self._object_mode == "compact-protobuf":
+            # Protobuf comes with a list (the watch stays JSON): sync with one.
+            reflector_options = ReflectorOptions(use_watch_list=False)
         self._reflector_options = checked_options(reflector_options, "reflector_options")
         self._indexer: Cache[T] = Cache(deletion_handling_meta_namespace_key_func, indexers)
         self._processor = Processor(self._clock)
@@ -533,7 +540,7 @@ class SharedIndexInformer(Generic[T]):
 
     def _new_queue(self) -> Queue[Deltas[T]]:
         transform = self._transform
-        if self._object_mode == "compact":
+        if self._object_mode != "dict":
             transform = _compact_transform(transform)
         if self._queue_kind == "delta":
             return DeltaFIFO(

@@ -456,10 +456,11 @@ class Client:
         in typed lists) get the list's, so listed and watched objects look
         alike. ``metadata_only`` asks for ``PartialObjectMetadataList``.
         ``object_mode="compact"`` decodes the items into
-        :class:`~kubereflector.CompactObject` s (``"dict"``: plain dicts), and
-        asks for the server's protobuf for the built-in kinds
-        :mod:`kubereflector.protobuf` knows (JSON when the server answers it, as
-        kube-apiserver does for custom resources; a sharded list stays JSON).
+        :class:`~kubereflector.CompactObject` s (``"dict"``: plain dicts);
+        ``"compact-protobuf"`` too, and asks for the server's protobuf for the
+        built-in kinds :mod:`kubereflector.protobuf` knows (JSON when the server
+        answers it, as kube-apiserver does for custom resources; a sharded list
+        stays JSON).
 
         Only a real list is returned: a JSON object with ``items``, an array
         of objects (``null`` counts as empty when the kind ends in ``List``, as
@@ -473,7 +474,9 @@ class Client:
         url = self.url(path, list_params(options))
         if metadata_only:
             accept = ACCEPT_METADATA_LIST
-        elif object_mode == "compact" and not options.shard_selector and has_protobuf(path):
+        elif (
+            object_mode == "compact-protobuf" and not options.shard_selector and has_protobuf(path)
+        ):
             # (A 1.28 ListMeta has no shardInfo in protobuf: a sharded list stays JSON.)
             accept = ACCEPT_PROTOBUF
         else:
@@ -487,7 +490,7 @@ class Client:
                 problem = f"could not decode the protobuf list response ({len(data)} bytes): {err}"
             raise _not_a_list(data, url, problem, redactor)
         try:
-            if object_mode == "compact":
+            if object_mode != "dict":
                 body: _ListBody | CompactListBody | RawListBody = decode_compact_list(data)
             else:
                 body = _LIST_DECODER.decode(data)

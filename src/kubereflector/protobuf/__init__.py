@@ -3,11 +3,16 @@ server's JSON gives (``application/vnd.kubernetes.protobuf``).
 
 kube-apiserver answers protobuf for its built-in kinds (not for custom
 resources), and encodes it several times faster than JSON: a 10,000-Pod list is
-ready in half the time and a third fewer bytes. Compact mode uses it for lists
-(``object_mode="compact"``). The decoder is driven by a table generated from
-Kubernetes' Go types (``tools/protobuf_schema.py``), so what it returns is what
-the server's JSON for the same object decodes to: :func:`decode` of a protobuf
-body equals ``json.loads`` of the JSON body, key for key.
+ready in half the time and a third fewer bytes. ``object_mode="compact-protobuf"``
+lists the built-in kinds in it, and keeps each object's spec and status as the
+server's protobuf: about three quarters of compact mode's memory and a quicker
+sync, but reading ``spec`` or ``status`` decodes protobuf in Python, several
+times slower than compact mode's JSON (measured in ``docs/performance.md``).
+
+The decoder is driven by a table generated from Kubernetes' Go types
+(``tools/protobuf_schema.py``), so what it returns is what the server's JSON for
+the same object decodes to: :func:`decode` of a protobuf body equals
+``json.loads`` of the JSON body, key for key.
 
 Thread-safe; pure functions over bytes.
 """

@@ -17,20 +17,91 @@ message and field for bytes that do not match the schema.
 from __future__ import annotations
 
 import base64
+import functools
 import time
 from collections.abc import Callable, Collection
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from ._schema import INLINE, OMIT_EMPTY, POINTER, Field, Shape, message
+from ._schema import INLINE, OMIT_EMPTY, POINTER, Shape, message
 from ._wire import BYTES, VARINT, ProtobufError, fields, read_varint, signed
 
 __all__ = ["decode_message", "format_time", "is_items"]
 
-_ABSENT: Final[Any] = object()
-_NILABLE: Final = frozenset({"bytes", "list", "map"})
+# What a field holds, as a small int the decode loop branches on.
+_STRING, _BOOL, _INT, _BYTES, _MESSAGE, _LIST, _MAP, _INLINE, _SPECIAL_VALUE = range(9)
 _json_decode: Final = msgspec.json.decode
+
+
+class _FieldPlan(NamedTuple):
+    name: str
+    code: int
+    arg: Any
+    """The message type (``_MESSAGE``, ``_INLINE``), the element's ``(code, arg)``
+    (``_LIST``, ``_MAP``), the decoder (``_SPECIAL_VALUE``), or None."""
+    drop_zero: bool
+    """omitempty on a value Go never leaves nil: a zero one is left out."""
+
+
+class _Plan(NamedTuple):
+    """How to decode one message type, worked out once from the table."""
+
+    type_name: str
+    by_number: dict[int, _FieldPlan]
+    absent: tuple[tuple[int, _FieldPlan, Any], ...]
+    """``(number, field, zero)`` of the fields Go's JSON has even when the message
+    lacks them; ``zero`` is a value, or ``_MAKE`` for a zero message to build."""
+    items: tuple[int, Any] | None
+    """A named slice's element ``(code, arg)``, or None for a struct."""
+
+
+_MAKE: Final[Any] = object()
+
+
+@functools.cache
+def _plan(type_name: str) -> _Plan:
+    msg = message(type_name)
+    if msg.items is not None:
+        return _Plan(type_name, {}, (), _element(msg.items))
+    by_number: dict[int, _FieldPlan] = {}
+    absent: list[tuple[int, _FieldPlan, Any]] = []
+    for field in msg.fields:
+        shape, flags = field.shape, field.flags
+        head = shape if isinstance(shape, str) else shape[0]
+        omit_empty, pointer = bool(flags & OMIT_EMPTY), bool(flags & POINTER)
+        if flags & INLINE:
+            plan = _FieldPlan("", _INLINE, str(shape[1]), False)
+            if not pointer:
+                absent.append((field.number, plan, _MAKE))
+        elif head == "list" or head == "map":
+            code, arg = _element(shape[1])
+            plan = _FieldPlan(field.name, _LIST if head == "list" else _MAP, (code, arg), False)
+            if not omit_empty:
+                absent.append((field.number, plan, None))
+        else:
+            code, arg = _element(shape)
+            nilable = pointer or head == "bytes" or (code == _MESSAGE and is_items(shape))
+            scalar = code in (_STRING, _BOOL, _INT, _BYTES)
+            plan = _FieldPlan(field.name, code, arg, omit_empty and scalar and not pointer)
+            if nilable:
+                if not omit_empty:
+                    absent.append((field.number, plan, None))
+            elif not (omit_empty and scalar):
+                zero = _MAKE if code == _MESSAGE else _ZEROS[str(shape)]
+                absent.append((field.number, plan, zero))
+        by_number[field.number] = plan
+    return _Plan(type_name, by_number, tuple(absent), None)
+
+
+def _element(shape: Shape) -> tuple[int, Any]:
+    """``(code, arg)`` of one value of ``shape`` (not a list or a map)."""
+    if not isinstance(shape, str):
+        return _MESSAGE, str(shape[1])
+    code = _CODES.get(shape)
+    if code is not None:
+        return code, None
+    return _SPECIAL_VALUE, _SCALARS[shape]
 
 
 def decode_message(
@@ -39,45 +110,173 @@ def decode_message(
     """``buf[start:end]`` decoded as ``type_name``: a dict (a list for a named
     slice type). ``only``: decode just these JSON keys (the others are left out,
     not even zero-filled)."""
-    msg = message(type_name)
-    if msg.items is not None:
+    plan = _plan(type_name)
+    if plan.items is not None:
+        code, arg = plan.items
         out: list[Any] = []
         for number, wire, a, b in fields(buf, start, end):
             if number == 1:
-                _append(out, msg.items, buf, wire, a, b, type_name)
+                _append(out, code, arg, buf, wire, a, b, type_name)
         return out
-    found: dict[int, Any] = {}
-    by_number = msg.by_number
-    for number, wire, a, b in fields(buf, start, end):
+    result: dict[str, Any] = {}
+    inlined: set[int] | None = None
+    by_number = plan.by_number
+    i = start
+    while i < end:
+        key = buf[i]
+        if key < 0x80:
+            i += 1
+        else:
+            key, i = read_varint(buf, i)
+        number, wire = key >> 3, key & 7
+        if wire == BYTES:
+            n = buf[i] if i < end else 0
+            if n < 0x80:
+                i += 1
+            else:
+                n, i = read_varint(buf, i)
+            j = i + n
+            if j > end:
+                raise ProtobufError(f"{type_name}: field {number} runs past the message")
+        elif wire == VARINT:
+            j = -1
+            n, i = read_varint(buf, i)
+        else:
+            raise ProtobufError(f"{type_name}: field {number} has wire type {wire}")
         field = by_number.get(number)
         if field is None or (only is not None and field.name not in only):
-            continue  # a field this release does not know: Go drops it too
-        shape = field.shape
-        head = shape if type(shape) is str else shape[0]
-        if head == "list":
-            values = found.get(number)
-            if values is None:
-                values = found[number] = []
-            _append(values, shape[1], buf, wire, a, b, type_name)
-        elif head == "map":
-            entries = found.get(number)
-            if entries is None:
-                entries = found[number] = {}
-            _map_entry(entries, shape[1], buf, wire, a, b, type_name)
-        else:
-            found[number] = _value(shape, buf, wire, a, b, type_name)
-    result: dict[str, Any] = {}
-    for field in msg.fields:
-        if only is not None and field.name not in only:
+            # A field this release does not know (Go drops it too), or one not asked for.
+            if j >= 0:
+                i = j
             continue
-        _emit(result, field, found.get(field.number, _ABSENT))
+        code = field.code
+        if code == _STRING:
+            _expect(wire, BYTES, f"{type_name}.{field.name}")
+            try:
+                value: Any = buf[i:j].decode()
+            except UnicodeDecodeError as err:
+                raise ProtobufError(
+                    f"{type_name}.{field.name}: a string that is not UTF-8 ({err.reason})"
+                ) from None
+        elif code == _MESSAGE:
+            _expect(wire, BYTES, f"{type_name}.{field.name}")
+            value = decode_message(buf, i, j, field.arg)
+        elif code == _LIST:
+            values = result.get(field.name)
+            if values is None:
+                values = result[field.name] = []
+            _append(values, field.arg[0], field.arg[1], buf, wire, i if j >= 0 else n, j, type_name)
+            i = j if j >= 0 else i
+            continue
+        elif code == _MAP:
+            _expect(wire, BYTES, f"{type_name}.{field.name}")
+            entries = result.get(field.name)
+            if entries is None:
+                entries = result[field.name] = {}
+            _map_entry(entries, field.arg, buf, i, j, type_name)
+            i = j
+            continue
+        elif code == _INLINE:
+            _expect(wire, BYTES, f"{type_name}.{field.name}")
+            result.update(decode_message(buf, i, j, field.arg))
+            if inlined is None:
+                inlined = set()
+            inlined.add(number)
+            i = j
+            continue
+        else:
+            value = _scalar(code, field.arg, buf, wire, i if j >= 0 else n, j, type_name)
+        if j >= 0:
+            i = j
+        if field.drop_zero and not value:
+            continue
+        result[field.name] = value
+    for number, field, zero in plan.absent:
+        name = field.name
+        if field.code == _INLINE:
+            if inlined is None or number not in inlined:
+                result.update(decode_message(b"", 0, 0, field.arg))
+        elif name not in result and (only is None or name in only):
+            result[name] = decode_message(b"", 0, 0, field.arg) if zero is _MAKE else zero
     nested = _NESTED_TYPE_META.get(type_name)
     if nested is not None:
-        key, type_meta = nested
-        for item in result.get(key) or ():
+        templates, type_meta = nested
+        for item in result.get(templates) or ():
             for name, value in type_meta.items():
                 item.setdefault(name, value)
     return result
+
+
+def _expect(wire: int, expected: int, where: str) -> None:
+    if wire != expected:
+        raise ProtobufError(f"{where}: a field has wire type {wire}, the schema says {expected}")
+
+
+def _scalar(code: int, arg: Any, buf: bytes, wire: int, a: int, b: int, where: str) -> Any:
+    """One value that is not a message, a list or a map (``a``: a varint's value)."""
+    if code == _BOOL:
+        if wire != VARINT:
+            raise ProtobufError(f"{where}: a bool with wire type {wire}")
+        return a != 0
+    if code == _INT:
+        if wire != VARINT:
+            raise ProtobufError(f"{where}: an integer with wire type {wire}")
+        return signed(a)
+    if code == _STRING:
+        return _string(buf, wire, a, b, where)
+    if code == _BYTES:
+        return _bytes(buf, wire, a, b, where)
+    decoded: Any = arg(buf, wire, a, b, where)
+    return decoded
+
+
+def _append(
+    out: list[Any], code: int, arg: Any, buf: bytes, wire: int, a: int, b: int, where: str
+) -> None:
+    """Add one occurrence of a repeated field (a packed run of numbers is several)."""
+    if code == _MESSAGE:
+        if wire != BYTES:
+            raise ProtobufError(f"{where}: a message with wire type {wire}")
+        out.append(decode_message(buf, a, b, arg))
+    elif wire == BYTES and code in (_INT, _BOOL):
+        i = a
+        while i < b:
+            value, i = read_varint(buf, i)
+            out.append(_scalar(code, arg, buf, VARINT, value, -1, where))
+    else:
+        out.append(_scalar(code, arg, buf, wire, a, b, where))
+
+
+def _map_entry(
+    out: dict[str, Any], element: tuple[int, Any], buf: bytes, a: int, b: int, where: str
+) -> None:
+    """Add one map entry (a message ``{key = 1, value = 2}``)."""
+    code, arg = element
+    key = ""
+    value: Any = _MAKE
+    for number, wire, c, d in fields(buf, a, b):
+        if number == 1:
+            key = _string(buf, wire, c, d, where)
+        elif number == 2:
+            if code == _MESSAGE:
+                if wire != BYTES:
+                    raise ProtobufError(f"{where}: a message with wire type {wire}")
+                value = decode_message(buf, c, d, arg)
+            else:
+                value = _scalar(code, arg, buf, wire, c, d, where)
+    if value is _MAKE:
+        if code == _MESSAGE:
+            value = decode_message(b"", 0, 0, arg)
+        elif code == _SPECIAL_VALUE:
+            value = arg(buf, BYTES, 0, 0, where)
+        else:
+            value = "" if code == _BYTES else _CODE_ZEROS[code]
+    out[key] = value
+
+
+def is_items(shape: Shape) -> bool:
+    """Whether ``shape`` is a named slice type (its JSON a list, its protobuf a message)."""
+    return type(shape) is tuple and shape[0] == "message" and message(shape[1]).items is not None
 
 
 _NESTED_TYPE_META: Final = {
@@ -90,99 +289,6 @@ _NESTED_TYPE_META: Final = {
 """Objects nested in others whose kind and apiVersion kube-apiserver's conversion
 sets (kubernetes/kubernetes#87583): they reach its JSON, but protobuf has no
 TypeMeta for a nested object, so the decoder puts them back."""
-
-
-def _emit(out: dict[str, Any], field: Field, value: Any) -> None:
-    """Put ``field``'s value (``_ABSENT`` when the message lacks it) in ``out`` as
-    Go's ``encoding/json`` would."""
-    flags, shape = field.flags, field.shape
-    head = shape if type(shape) is str else shape[0]
-    if flags & INLINE:
-        if value is _ABSENT:
-            if flags & POINTER:
-                return  # a nil embedded pointer contributes nothing
-            value = _zero(shape)
-        out.update(value)
-        return
-    omit_empty = flags & OMIT_EMPTY
-    if value is _ABSENT:
-        if flags & POINTER or head in _NILABLE or is_items(shape):
-            if not omit_empty:
-                out[field.name] = None
-            return
-        value = _zero(shape)
-    elif flags & POINTER:
-        out[field.name] = value
-        return
-    if omit_empty and _empty(value, head):
-        return
-    out[field.name] = value
-
-
-def _empty(value: Any, head: str) -> bool:
-    """Go's ``isEmptyValue`` for what ``omitempty`` may drop (never a struct)."""
-    if head == "message" or head in _SPECIAL:
-        return False
-    if head in _NILABLE:
-        return len(value) == 0
-    return not value
-
-
-def is_items(shape: Shape) -> bool:
-    """Whether ``shape`` is a named slice type (its JSON a list, its protobuf a message)."""
-    return type(shape) is tuple and shape[0] == "message" and message(shape[1]).items is not None
-
-
-def _zero(shape: Shape) -> Any:
-    """The JSON of Go's zero value of ``shape``."""
-    if type(shape) is str:
-        return _ZEROS[shape]
-    if shape[0] == "message":
-        return decode_message(b"", 0, 0, str(shape[1]))
-    return None  # a nil slice or map
-
-
-def _append(
-    out: list[Any], shape: Shape, buf: bytes, wire: int, a: int, b: int, where: str
-) -> None:
-    """Add one occurrence of a repeated field (a packed run of numbers is several)."""
-    if wire == BYTES and type(shape) is str and shape in _PACKABLE:
-        i = a
-        while i < b:
-            value, i = read_varint(buf, i)
-            out.append(_SCALARS[shape](buf, VARINT, value, -1, where))
-        return
-    out.append(_value(shape, buf, wire, a, b, where))
-
-
-def _map_entry(
-    out: dict[str, Any], shape: Shape, buf: bytes, wire: int, a: int, b: int, where: str
-) -> None:
-    """Add one map entry (a message ``{key = 1, value = 2}``)."""
-    _expect(wire, BYTES, where)
-    key = ""
-    value: Any = _ABSENT
-    for number, entry_wire, c, d in fields(buf, a, b):
-        if number == 1:
-            key = _string(buf, entry_wire, c, d, where)
-        elif number == 2:
-            value = _value(shape, buf, entry_wire, c, d, where)
-    if value is _ABSENT:
-        value = "" if shape == "bytes" else _zero(shape)
-    out[key] = value
-
-
-def _value(shape: Shape, buf: bytes, wire: int, a: int, b: int, where: str) -> Any:
-    """One value of ``shape`` (not a list or a map)."""
-    if type(shape) is str:
-        return _SCALARS[shape](buf, wire, a, b, where)
-    _expect(wire, BYTES, where)
-    return decode_message(buf, a, b, str(shape[1]))
-
-
-def _expect(wire: int, expected: int, where: str) -> None:
-    if wire != expected:
-        raise ProtobufError(f"{where}: a field has wire type {wire}, the schema says {expected}")
 
 
 # -- scalars and Kubernetes' special types ---------------------------------------------------
@@ -314,7 +420,5 @@ _ZEROS: Final[dict[str, Any]] = {
     "rawextension": None,
     "fieldsv1": None,
 }
-_SPECIAL: Final = frozenset(
-    {"time", "microtime", "quantity", "intorstring", "rawextension", "fieldsv1"}
-)
-_PACKABLE: Final = frozenset({"bool", "int32", "int64"})
+_CODES: Final = {"string": _STRING, "bool": _BOOL, "int32": _INT, "int64": _INT, "bytes": _BYTES}
+_CODE_ZEROS: Final = {_STRING: "", _BOOL: False, _INT: 0}

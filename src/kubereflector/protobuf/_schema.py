@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Final, NamedTuple, TypeAlias
 
 __all__ = [
+    "Element",
     "Field",
     "Message",
     "Shape",
@@ -24,9 +25,12 @@ __all__ = [
     "message",
 ]
 
-Shape: TypeAlias = "str | tuple[str, Shape] | tuple[str, str]"
-"""A scalar or special type's name (``"string"``, ``"time"``, ...), or
-``("message", type)``, ``("list", shape)``, ``("map", shape)``."""
+Element: TypeAlias = "str | tuple[str, str]"
+"""One value: a scalar or special type's name (``"string"``, ``"time"``, ...), or
+``("message", type)``."""
+Shape: TypeAlias = "Element | tuple[str, Element]"
+"""A field's shape: an :data:`Element`, or ``("list", element)`` or ``("map",
+element)`` (Kubernetes has no list of lists; the table has none)."""
 
 OMIT_EMPTY: Final = 1
 """The field's JSON tag has ``omitempty``."""
@@ -53,20 +57,22 @@ class Message(NamedTuple):
     fields: tuple[Field, ...]
     """In the Go struct's order (the JSON's)."""
     by_number: dict[int, Field]
-    items: Shape | None
+    items: Element | None
     """A named slice's element (the message is ``{repeated items = 1}`` and its
     JSON a list), or None for a struct."""
 
 
 def _freeze(shape: object) -> Shape:
+    if isinstance(shape, list) and len(shape) == 2 and shape[0] in ("list", "map"):
+        return (shape[0], _freeze_element(shape[1]))
+    return _freeze_element(shape)
+
+
+def _freeze_element(shape: object) -> Element:
     if isinstance(shape, str):
         return shape
-    if isinstance(shape, list) and len(shape) == 2:
-        head, rest = shape
-        if head == "message" and isinstance(rest, str):
-            return ("message", rest)
-        if head in ("list", "map"):
-            return (head, _freeze(rest))
+    if isinstance(shape, list) and len(shape) == 2 and shape[0] == "message":
+        return ("message", str(shape[1]))
     raise ValueError(f"the protobuf schema has a shape it does not define: {shape!r}")
 
 
@@ -108,7 +114,7 @@ def message(name: str) -> Message:
     assert isinstance(types, dict)
     entry = types[name]
     if isinstance(entry, dict):
-        return Message(name, (), {}, _freeze(entry["items"]))
+        return Message(name, (), {}, _freeze_element(entry["items"]))
     fields = tuple(
         Field(int(number), str(json_name), int(flags), _freeze(shape))
         for number, json_name, flags, shape in entry

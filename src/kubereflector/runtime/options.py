@@ -116,7 +116,8 @@ class InformerOptions:
     custom_reflector_options: Mapping[str, ReflectorOptions] | None = None
     """:class:`~kubereflector.ReflectorOptions` per resource name."""
     object_mode: ObjectMode = "dict"
-    """``"dict"`` or ``"compact"`` (read-only objects, decoded lazily: less memory)."""
+    """``"dict"``, ``"compact"`` (read-only objects, decoded lazily: less memory) or
+    ``"compact-protobuf"`` (compact, built-in kinds listed and kept in protobuf)."""
     transform: TransformFunc | None = None
     """Rewrites each object before it is cached (e.g. drops ``managedFields``)."""
     tweak_list_options: TweakListOptionsFunc | None = None

@@ -16,7 +16,13 @@ import pytest_asyncio
 from aiohttp import web
 
 from fake_http import FakeServer, serve
-from kubereflector import CompactObject, ListOptions, strip_managed_fields
+from kubereflector import (
+    CompactObject,
+    DecodeError,
+    ListOptions,
+    NotFoundError,
+    strip_managed_fields,
+)
 from kubereflector.client import Client, ClientConfig, StaticAuth
 from kubereflector.protobuf import CONTENT_TYPE, decode, encode, kubernetes_release
 
@@ -65,7 +71,8 @@ def test_an_error_answer_decodes_to_the_same_status() -> None:
     protobuf_body, json_body = _bodies(ERROR)
     status = decode(protobuf_body)
     assert status == json.loads(json_body)
-    assert status["kind"] == "Status" and status["code"] == 404
+    assert status["kind"] == "Status"
+    assert status["code"] == 404
 
 
 def test_go_zero_values_as_the_servers_json_has_them() -> None:
@@ -85,9 +92,8 @@ def test_nested_objects_get_the_kind_the_servers_conversion_gives_them() -> None
     fixture = next(f for f in LISTS if f["kind"] == "StatefulSetList")
     protobuf_body, _json_body = _bodies(fixture)
     templates = decode(protobuf_body)["items"][0]["spec"]["volumeClaimTemplates"]
-    assert templates and all(
-        (t["apiVersion"], t["kind"]) == ("v1", "PersistentVolumeClaim") for t in templates
-    )
+    assert templates
+    assert all((t["apiVersion"], t["kind"]) == ("v1", "PersistentVolumeClaim") for t in templates)
 
 
 # -- compact objects listed in protobuf, through the client ------------------------------
@@ -123,7 +129,7 @@ async def test_compact_objects_listed_in_protobuf_read_as_dict_mode_does(
     server: FakeServer, client: Client, fixture: dict[str, Any]
 ) -> None:
     _serve_both(server, fixture)
-    compact = await client.list(fixture["path"], ListOptions(), object_mode="compact")
+    compact = await client.list(fixture["path"], ListOptions(), object_mode="compact-protobuf")
     plain = await client.list(fixture["path"], ListOptions())
     compact_accept, plain_accept = (r.headers["Accept"] for r in server.requests)
     assert compact_accept.startswith(CONTENT_TYPE)
@@ -132,14 +138,19 @@ async def test_compact_objects_listed_in_protobuf_read_as_dict_mode_does(
     assert len(compact.items) == len(plain.items) == fixture["items"]
     for obj, expected in zip(compact.items, plain.items, strict=True):
         assert type(obj) is CompactObject
-        assert obj == expected and obj.to_dict() == expected
+        assert obj == expected
+        assert obj.to_dict() == expected
         assert json.loads(obj.to_json()) == expected
-        assert sorted(obj) == sorted(expected) and len(obj) == len(expected)
+        assert sorted(obj) == sorted(expected)
+        assert len(obj) == len(expected)
         for key, value in expected.items():
-            assert key in obj and obj[key] == value
-        assert "nope" not in obj and obj.get("nope") is None
+            assert key in obj
+            assert obj[key] == value
+        assert "nope" not in obj
+        assert obj.get("nope") is None
         meta = obj["metadata"]
-        assert meta == expected["metadata"] and meta.to_dict() == expected["metadata"]
+        assert meta == expected["metadata"]
+        assert meta.to_dict() == expected["metadata"]
         assert sorted(meta) == sorted(expected["metadata"])
         stripped = copy.deepcopy(expected)
         stripped["metadata"].pop("managedFields", None)
@@ -147,3 +158,49 @@ async def test_compact_objects_listed_in_protobuf_read_as_dict_mode_does(
         assert "managedFields" not in strip_managed_fields(obj)["metadata"]
         assert copy.deepcopy(obj) == expected
         assert pickle.loads(pickle.dumps(obj)) == expected
+
+
+@pytest.mark.asyncio
+async def test_only_compact_protobuf_asks_for_protobuf_and_only_for_built_in_kinds(
+    server: FakeServer, client: Client
+) -> None:
+    pods = next(f for f in LISTS if f["kind"] == "PodList")
+    _serve_both(server, pods)
+    server.json("GET", "/apis/example.com/v1/foos", {"kind": "FooList", "items": []})
+    await client.list(pods["path"], ListOptions(), object_mode="compact")
+    await client.list(pods["path"], ListOptions(shard_selector="x"), object_mode="compact-protobuf")
+    await client.list("/apis/example.com/v1/foos", ListOptions(), object_mode="compact-protobuf")
+    assert [r.headers["Accept"] for r in server.requests] == ["application/json"] * 3
+
+
+@pytest.mark.asyncio
+async def test_a_truncated_protobuf_list_is_a_decode_error_naming_the_url(
+    server: FakeServer, client: Client
+) -> None:
+    pods = next(f for f in LISTS if f["kind"] == "PodList")
+    body, _json_body = _bodies(pods)
+
+    async def truncated(_request: web.Request) -> web.StreamResponse:
+        return web.Response(body=body[:-40], content_type=CONTENT_TYPE)
+
+    server.route("GET", pods["path"], truncated)
+    with pytest.raises(DecodeError, match="could not decode the protobuf list response") as raised:
+        await client.list(pods["path"], ListOptions(), object_mode="compact-protobuf")
+    assert raised.value.url is not None
+    assert pods["path"] in raised.value.url
+
+
+@pytest.mark.asyncio
+async def test_an_error_answer_in_protobuf_raises_its_status(
+    server: FakeServer, client: Client
+) -> None:
+    body, json_body = _bodies(ERROR)
+    pods = next(f for f in LISTS if f["kind"] == "PodList")
+
+    async def not_found(_request: web.Request) -> web.StreamResponse:
+        return web.Response(status=404, body=body, content_type=CONTENT_TYPE)
+
+    server.route("GET", pods["path"], not_found)
+    with pytest.raises(NotFoundError) as raised:
+        await client.list(pods["path"], ListOptions(), object_mode="compact-protobuf")
+    assert raised.value.message == json.loads(json_body)["message"]
