@@ -31,7 +31,7 @@ MYPYC_MODULES ?=
 SOURCES := $(shell find src -name '*.py')
 
 .PHONY: test lint typecheck pytest docs fuzz test-all-pythons fault-campaign soak chaos bench demo models clean
-.PHONY: test-compiled bench-compiled FORCE
+.PHONY: test-compiled bench-compiled protobuf-schema FORCE
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -182,6 +182,13 @@ bench-compiled: $(COMPILED_BENCH_STAMP)
 models: $(STAMP)
 	@test -n "$(SPEC)" || { echo "usage: make models SPEC=<directory of OpenAPI v3 documents>"; exit 2; }
 	$(BIN)/python tools/generate_models.py --spec "$(SPEC)" $(if $(RELEASE),--release "$(RELEASE)")
+
+# kubereflector.protobuf's table, regenerated from a Kubernetes source tree with vendor/
+# (the one ../shared/real-apiserver builds from) and a Go toolchain:
+# `make protobuf-schema TREE=path/to/kubernetes RELEASE=v1.28.7 GO=path/to/go`.
+protobuf-schema: $(STAMP)
+	@test -n "$(TREE)" -a -n "$(RELEASE)" || { echo "usage: make protobuf-schema TREE=<kubernetes tree> RELEASE=<v1.x.y> [GO=go]"; exit 2; }
+	$(BIN)/python tools/protobuf_schema.py --tree "$(TREE)" --kubernetes "$(RELEASE)" --go "$(or $(GO),go)"
 
 demo: $(STAMP)
 	$(BIN)/kubereflector demo

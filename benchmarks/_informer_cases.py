@@ -589,7 +589,15 @@ async def memory_kubereflector(ctx: Ctx, variant: str, method: str) -> dict[str,
         handler,
         transform=strip_managed_fields if variant.endswith("strip") else None,
         metadata_only=variant.startswith("metadata"),
-        object_mode="compact" if variant.startswith("compact") else "dict",
+        object_mode=(
+            "compact-protobuf"
+            if variant == "compact-protobuf"
+            else "compact"
+            if variant.startswith("compact")
+            else "dict"
+        ),
+        # (protobuf comes with a list; the others keep the informer's default)
+        protocol="list" if variant == "compact-protobuf" else "watch-list",
     ) as (informer, registration, _start):
         await wait_for_cache_sync(registration)
         held = memory.now() - base
@@ -855,13 +863,24 @@ CASES: dict[str, Callable[[Ctx], Any]] = {
     "sync-kubereflector-compact-list": lambda ctx: sync_kubereflector(
         ctx, "defer", "compact", "list"
     ),
+    "sync-kubereflector-compact-protobuf": lambda ctx: sync_kubereflector(
+        ctx, "defer", "compact-protobuf", "list"
+    ),
     "scale-dict": lambda ctx: scale_kubereflector(ctx, "dict"),
     "scale-compact": lambda ctx: scale_kubereflector(ctx, "compact"),
 }
 for _method in ("tracemalloc", "rss"):
     CASES[f"memory-bare-{_method}"] = lambda ctx, m=_method: memory_bare(ctx, m)
     CASES[f"memory-official-{_method}"] = lambda ctx, m=_method: memory_official(ctx, m)
-    for _variant in ("dicts", "strip", "metadata", "metadata-strip", "compact", "compact-strip"):
+    for _variant in (
+        "dicts",
+        "strip",
+        "metadata",
+        "metadata-strip",
+        "compact",
+        "compact-strip",
+        "compact-protobuf",
+    ):
         CASES[f"memory-{_variant}-{_method}"] = lambda ctx, v=_variant, m=_method: (
             memory_kubereflector(ctx, v, m)
         )

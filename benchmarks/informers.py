@@ -331,6 +331,7 @@ def _emulated(runner: Runner, args: argparse.Namespace, ctx: Ctx) -> None:
         "sync-kubereflector-list",
         "sync-kubereflector-compact",
         "sync-kubereflector-compact-list",
+        "sync-kubereflector-compact-protobuf",
     ]
     runner.median_of(sync + (GC_CASES if args.gc else []), n, ctx)
     runner.median_of(["sync-official"], slow, ctx)
@@ -368,6 +369,7 @@ REAL_CASES: Final = [
     "sync-kubereflector-list",
     "sync-kubereflector-compact",
     "sync-kubereflector-compact-list",
+    "sync-kubereflector-compact-protobuf",
     "sync-raw-list-json",
     "sync-raw-list-protobuf",
     "sync-raw-watchlist-json",
@@ -408,7 +410,12 @@ def _real_memory_and_official(runner: Runner, args: argparse.Namespace) -> None:
     """The official client's sync and the memory per Pod from the real cluster."""
     ctx = _real_ctx(args)
     runner.median_of(["sync-official"], 1, ctx, "real:")
-    memory = ["memory-bare-tracemalloc", "memory-dicts-tracemalloc", "memory-compact-tracemalloc"]
+    memory = [
+        "memory-bare-tracemalloc",
+        "memory-dicts-tracemalloc",
+        "memory-compact-tracemalloc",
+        "memory-compact-protobuf-tracemalloc",
+    ]
     runner.median_of(memory, 1, ctx, "real:")
 
 

@@ -1,33 +1,27 @@
-"""Should compact mode ask kube-apiserver for protobuf? A measured answer for built-in kinds.
+"""compact-protobuf against compact mode: what kube-apiserver's protobuf saves in a
+list, and what it costs to read.
 
     .venv/bin/python benchmarks/protobuf_metadata.py --kubeconfig PATH [--pods 10000] [--repeat 5]
 
-Needs a real cluster (the emulator serves no protobuf) with the namespace
-``kr-bench-<pods>`` that ``benchmarks/informers.py --kubeconfig`` creates (its
-Pods carry managedFields, as real ones do). Without ``--kubeconfig`` it says so
-and measures nothing.
+Needs a real cluster with the namespace ``kr-bench-<pods>`` that
+``benchmarks/informers.py --kubeconfig`` creates (its Pods carry managedFields, as
+real ones do). Without ``--kubeconfig`` it says so and measures nothing.
 
-Compact mode decodes a list's metadata and keeps each object's spec and status
-as raw JSON (``msgspec.Raw``). The protobuf alternative the issue asks about:
-request ``application/vnd.kubernetes.protobuf``, decode ``ObjectMeta`` from it,
-keep the rest as raw protobuf. Both halves are measured:
+Compact mode decodes a list's metadata and keeps each object's spec and status as
+raw JSON; ``object_mode="compact-protobuf"`` asks for protobuf instead, decodes
+``ObjectMeta`` from it and keeps the rest as the server's protobuf
+(``kubereflector.protobuf``). Measured:
 
-1. **the server's share**: the list at resourceVersion "0" read to its last
-   byte, nothing decoded, in each encoding (wall seconds, the median of
-   ``--repeat``);
+1. **the server's share**: the list at resourceVersion "0" read to its last byte,
+   nothing decoded, in each encoding (wall seconds, the median of ``--repeat``);
 2. **the client's share**: decoding that body (CPU seconds, median): JSON with
-   compact mode's own decoder (``msgspec``, compiled), JSON into plain dicts,
-   and protobuf with a prototype decoder of ``ObjectMeta`` in pure Python (a
-   wire-format walker: the scalar fields, labels, annotations, owner references
-   and finalizers decoded, managedFields, spec and status kept as bytes). The
-   prototype's metadata is checked against the JSON's, object for object, so
-   its figure is the cost of a correct decode.
+   compact mode's decoder, JSON into plain dicts, protobuf with compact-protobuf's;
+3. **the price of a read**: ``obj["spec"]``, ``obj["status"]`` and
+   ``obj.to_dict()`` of each kind of compact object (microseconds per object,
+   over the first 2,000 Pods), and what a cache keeps (tracemalloc, per Pod).
 
-What the prototype leaves out, and a real one would need: reading ``spec`` or
-``status`` of a protobuf object means decoding it by the schema of its kind (a
-generated table per built-in kind, with Kubernetes' special types: Time,
-Quantity, IntOrString, RawExtension); CRDs stay JSON (the server has no
-protobuf for them).
+Every compact-protobuf object is checked against the JSON's, object for object
+(``obj == the dict``), so the figures are those of a correct decode.
 """
 
 from __future__ import annotations
@@ -39,7 +33,8 @@ import ssl
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,136 +44,6 @@ sys.path.insert(0, str(HERE))
 from _measure import machine  # noqa: E402
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-MAGIC = b"k8s\x00"
-
-# -- the prototype: ObjectMeta from the protobuf wire format --------------------------------
-
-
-def _varint(buf: memoryview, i: int) -> tuple[int, int]:
-    b = buf[i]
-    if b < 0x80:
-        return b, i + 1
-    result, shift, i = b & 0x7F, 7, i + 1
-    while True:
-        b = buf[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, i
-        shift += 7
-
-
-def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int]]:
-    """(field number, value or start, end) of each field of ``buf[start:end]``: a varint's
-    value (end -1), or a length-delimited field's bounds."""
-    i = start
-    while i < end:
-        key, i = _varint(buf, i)
-        number, wire = key >> 3, key & 7
-        if wire == 2:
-            n, i = _varint(buf, i)
-            yield number, i, i + n
-            i += n
-        elif wire == 0:
-            value, i = _varint(buf, i)
-            yield number, value, -1
-        elif wire in (1, 5):  # fixed64 / fixed32: no ObjectMeta field uses them
-            i += 8 if wire == 1 else 4
-        else:
-            raise ValueError(f"wire type {wire} at byte {i}")
-
-
-def _text(buf: memoryview, a: int, b: int) -> str:
-    return str(buf[a:b], "utf-8")
-
-
-def _time(buf: memoryview, a: int, b: int) -> str:
-    seconds = next((value for number, value, _ in _fields(buf, a, b) if number == 1), 0)
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def _pair(buf: memoryview, a: int, b: int) -> tuple[str, str]:
-    key = value = ""
-    for number, c, d in _fields(buf, a, b):
-        if number == 1:
-            key = _text(buf, c, d)
-        elif number == 2:
-            value = _text(buf, c, d)
-    return key, value
-
-
-_OWNER_TEXT = {1: "kind", 3: "name", 4: "uid", 5: "apiVersion"}
-_OWNER_BOOL = {6: "controller", 7: "blockOwnerDeletion"}
-
-
-def _owner(buf: memoryview, a: int, b: int) -> dict[str, Any]:
-    ref: dict[str, Any] = {}
-    for number, c, d in _fields(buf, a, b):
-        if number in _OWNER_TEXT:
-            ref[_OWNER_TEXT[number]] = _text(buf, c, d)
-        elif number in _OWNER_BOOL:
-            ref[_OWNER_BOOL[number]] = bool(c)
-    return ref
-
-
-_META_TEXT = {1: "name", 2: "generateName", 3: "namespace", 4: "selfLink", 5: "uid"}
-
-
-def _object_meta(buf: memoryview, a: int, b: int) -> dict[str, Any]:
-    """k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta (generated.proto's field numbers)."""
-    meta: dict[str, Any] = {}
-    for number, c, d in _fields(buf, a, b):
-        if number in _META_TEXT:
-            if d > c:  # proto2 sends "" where JSON's omitempty leaves the field out
-                meta[_META_TEXT[number]] = _text(buf, c, d)
-        elif number == 6:
-            meta["resourceVersion"] = _text(buf, c, d)
-        elif number == 7:
-            if c:  # likewise 0
-                meta["generation"] = c
-        elif number == 8:
-            meta["creationTimestamp"] = _time(buf, c, d)
-        elif number == 9:
-            meta["deletionTimestamp"] = _time(buf, c, d)
-        elif number == 10:
-            meta["deletionGracePeriodSeconds"] = c
-        elif number == 11:
-            key, value = _pair(buf, c, d)
-            meta.setdefault("labels", {})[key] = value
-        elif number == 12:
-            key, value = _pair(buf, c, d)
-            meta.setdefault("annotations", {})[key] = value
-        elif number == 13:
-            meta.setdefault("ownerReferences", []).append(_owner(buf, c, d))
-        elif number == 14:
-            meta.setdefault("finalizers", []).append(_text(buf, c, d))
-        elif number == 17:
-            meta.setdefault("managedFields", []).append(bytes(buf[c:d]))  # kept raw
-    return meta
-
-
-def decode_protobuf_list(data: bytes) -> list[tuple[dict[str, Any], bytes, bytes]]:
-    """A protobuf list body (the ``k8s\\0`` envelope, a runtime.Unknown around the
-    list): each item's ObjectMeta decoded, its spec and status kept as bytes."""
-    buf = memoryview(data)
-    if bytes(buf[:4]) != MAGIC:
-        raise ValueError("not a Kubernetes protobuf body")
-    raw = next((c, d) for number, c, d in _fields(buf, 4, len(buf)) if number == 2)
-    items = []
-    for number, a, b in _fields(buf, *raw):
-        if number != 2:  # 1: the ListMeta
-            continue
-        meta: dict[str, Any] = {}
-        spec = status = b""
-        for field, c, d in _fields(buf, a, b):
-            if field == 1:
-                meta = _object_meta(buf, c, d)
-            elif field == 2:
-                spec = bytes(buf[c:d])
-            elif field == 3:
-                status = bytes(buf[c:d])
-        items.append((meta, spec, status))
-    return items
 
 
 # -- the measurements ---------------------------------------------------------------------------
@@ -229,24 +94,47 @@ def _cpu(decode: Callable[[bytes], object], data: bytes, repeat: int) -> float:
     return statistics.median(times)
 
 
-def _check(protobuf: list[tuple[dict[str, Any], bytes, bytes]], items: list[Any]) -> None:
-    """The prototype's metadata equals the JSON's, object for object (managedFields aside)."""
-    if len(protobuf) != len(items):
-        raise SystemExit(f"protobuf gave {len(protobuf)} items, JSON {len(items)}")
-    for (meta, spec, status), obj in zip(protobuf, items, strict=True):
-        expected = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
-        got = {k: v for k, v in meta.items() if k != "managedFields"}
-        if got != expected:
-            raise SystemExit(f"metadata differs for {expected.get('name')}: {got} != {expected}")
-        if not spec or not status:
-            raise SystemExit(f"{expected.get('name')}: spec or status missing from protobuf")
+def _compact_json(body: bytes) -> list[Any]:
+    """Compact mode's decode of a JSON list body (as Client.list does it)."""
+    from yarl import URL
+
+    from kubereflector.client._compact_list import compact_items, decode_compact_list
+
+    decoded = decode_compact_list(body)
+    return compact_items(decoded, decoded.items or [], URL("http://bench"))
+
+
+def _compact_protobuf(body: bytes) -> list[Any]:
+    """compact-protobuf's decode of a protobuf list body (as Client.list does it)."""
+    from kubereflector.cache._compact_protobuf import decode_protobuf_list
+
+    return decode_protobuf_list(body).items
+
+
+def _read_cost(objects: list[Any], read: Callable[[Any], object]) -> float:
+    """Microseconds per ``read(obj)`` over ``objects``."""
+    start = time.perf_counter()
+    for obj in objects:
+        read(obj)
+    return (time.perf_counter() - start) / len(objects) * 1e6
+
+
+def _kept(decode: Callable[[bytes], list[Any]], body: bytes) -> float:
+    """Bytes per object that ``decode(body)``'s objects keep (tracemalloc)."""
+    gc.collect()
+    tracemalloc.start()
+    objects = decode(body)
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return held / len(objects)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--kubeconfig", help="the cluster (required: the emulator has no protobuf)")
+    parser.add_argument("--kubeconfig", help="the cluster (required: a real kube-apiserver)")
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
@@ -255,8 +143,6 @@ def main() -> None:
         return
 
     import msgspec
-
-    from kubereflector.client._compact_list import decode_compact_list as _decode_compact_list
 
     url = f"/api/v1/namespaces/kr-bench-{args.pods}/pods"
     json_body, json_reads = asyncio.run(
@@ -269,21 +155,18 @@ def main() -> None:
             f"{url} has {len(items)} Pods, not {args.pods}: run benchmarks/informers.py "
             f"--kubeconfig {args.kubeconfig} --pods {args.pods} first"
         )
-    _check(decode_protobuf_list(pb_body), items)
+    from_json, from_protobuf = _compact_json(json_body), _compact_protobuf(pb_body)
+    for obj, expected in zip(from_protobuf, items, strict=True):
+        expected.setdefault("kind", "Pod")
+        expected.setdefault("apiVersion", "v1")
+        if obj != expected:
+            raise SystemExit(f"{expected['metadata']['name']}: protobuf and JSON differ")
     del items
 
     rows = [
-        (
-            "JSON, compact mode's decoder",
-            json_reads,
-            _cpu(_decode_compact_list, json_body, args.repeat),
-        ),
+        ("JSON, compact mode", json_reads, _cpu(_compact_json, json_body, args.repeat)),
         ("JSON, plain dicts", json_reads, _cpu(msgspec.json.decode, json_body, args.repeat)),
-        (
-            "protobuf, ObjectMeta (prototype)",
-            pb_reads,
-            _cpu(decode_protobuf_list, pb_body, args.repeat),
-        ),
+        ("protobuf, compact-protobuf", pb_reads, _cpu(_compact_protobuf, pb_body, args.repeat)),
     ]
     print(f"\nmachine: {machine()}")
     print(
@@ -295,6 +178,20 @@ def main() -> None:
     for label, reads, cpu in rows:
         read = statistics.median(reads)
         print(f"| {label} | {read:.3f} s | {cpu:.3f} s | {read + cpu:.3f} s |")
+
+    print("\nReading a compact object (us per Pod, first 2,000 Pods) and what it keeps:\n")
+    print('| mode | obj["spec"] | obj["status"] | obj.to_dict() | kept per Pod |')
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for label, objects, decode, body in (
+        ("compact (JSON)", from_json, _compact_json, json_body),
+        ("compact-protobuf", from_protobuf, _compact_protobuf, pb_body),
+    ):
+        sample = objects[:2000]
+        spec = _read_cost(sample, lambda obj: obj["spec"])
+        status = _read_cost(sample, lambda obj: obj["status"])
+        whole = _read_cost(sample, lambda obj: obj.to_dict())
+        kept = _kept(decode, body) / 1000
+        print(f"| {label} | {spec:.1f} | {status:.1f} | {whole:.1f} | {kept:.1f} KB |")
 
 
 if __name__ == "__main__":

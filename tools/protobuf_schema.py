@@ -2,7 +2,8 @@
 """Generate ``src/kubereflector/protobuf/_schema.json``, the table kubereflector's
 protobuf decoder reads, from a Kubernetes source tree.
 
-Usage (from the repository root; ``make protobuf-schema`` runs it)::
+Usage (from the repository root; ``make protobuf-schema TREE=DIR RELEASE=v1.28.7
+GO=GO`` runs the first)::
 
     .venv/bin/python tools/protobuf_schema.py --tree DIR --kubernetes v1.28.7 [--go GO]
     .venv/bin/python tools/protobuf_schema.py ... --check   # compare, exit 1 on a difference

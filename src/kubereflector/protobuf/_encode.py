@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import calendar
 import re
+from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
@@ -25,7 +26,7 @@ import msgspec
 from ._decode import is_items
 from ._schema import INLINE, POINTER, Field, Shape, message
 
-__all__ = ["encode_message"]
+__all__ = ["encode_list", "encode_message"]
 
 _json_encode: Final = msgspec.json.encode
 _TIME: Final = re.compile(
@@ -47,6 +48,18 @@ def encode_message(value: Any, type_name: str) -> bytes:
         raise ValueError(f"{type_name}: expected an object, got {type(value).__name__}")
     for field in sorted(msg.fields, key=_number):
         _put(out, field, value, type_name)
+    return bytes(out)
+
+
+def encode_list(list_type: str, metadata: dict[str, Any], items: Iterable[bytes]) -> bytes:
+    """A message of ``list_type`` (one with ``metadata`` and ``items``): ``metadata``
+    (a ListMeta) encoded, and ``items`` already encoded (each an item's message)."""
+    by_name = {f.name: f for f in message(list_type).fields}
+    out = bytearray()
+    _bytes_field(out, by_name["metadata"].number, encode_message(metadata, "meta/v1.ListMeta"))
+    items_number = by_name["items"].number
+    for item in items:
+        _bytes_field(out, items_number, item)
     return bytes(out)
 
 

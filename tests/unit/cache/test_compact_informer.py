@@ -265,5 +265,5 @@ async def test_a_lister_watcher_that_decodes_compactly_is_asked_to() -> None:
 
 
 async def test_an_unknown_object_mode_is_refused() -> None:
-    with pytest.raises(ValueError, match="object_mode must be 'dict' or 'compact'"):
+    with pytest.raises(ValueError, match="object_mode must be 'dict', 'compact' or 'compact-pro"):
         SharedIndexInformer(FakeControllerSource(), object_mode="lazy")  # type: ignore[arg-type]

@@ -17,7 +17,8 @@ import yaml
 from aiohttp import web
 
 from ...errors import failure_status
-from ...protobuf import CONTENT_TYPE, encode
+from ...protobuf import CONTENT_TYPE
+from ...protobuf._envelope import wrap
 from ._records import ENCODER, decode
 from ._statuses import StatusError, bad_request
 
@@ -121,6 +122,7 @@ def not_acceptable() -> StatusError:
             406,
             "NotAcceptable",
             "only the following media types are accepted: application/json, "
+            "application/vnd.kubernetes.protobuf (built-in kinds), "
             "application/json;as=Table;g=meta.k8s.io;v=v1, "
             "application/json;as=PartialObjectMetadata(List);g=meta.k8s.io;v=v1",
         )
@@ -175,9 +177,10 @@ async def read_body(
 # -- responses --------------------------------------------------------------------------------
 
 
-def protobuf_response(obj: dict[str, Any]) -> web.Response:
-    """``obj`` (with ``apiVersion`` and ``kind``) as kube-apiserver's protobuf."""
-    return json_response(encode(obj), content_type=PROTOBUF)
+def protobuf_response(api_version: str, kind: str, message: bytes) -> web.Response:
+    """``message``, an object of ``kind`` in ``api_version``, as kube-apiserver
+    answers it in protobuf (in its envelope)."""
+    return json_response(wrap(api_version, kind, message), content_type=PROTOBUF)
 
 
 def json_response(body: bytes, status: int = 200, content_type: str = JSON) -> web.Response:

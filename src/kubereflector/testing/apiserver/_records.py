@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
+from ...protobuf._encode import encode_message
 from ._resources import ServedResource
 
 __all__ = [
@@ -42,7 +43,7 @@ _META_PREFIX: Final = b'{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.i
 class Record:
     """One stored object: the dict (with kind/apiVersion) and its JSON without them."""
 
-    __slots__ = ("body", "key", "name", "namespace", "obj", "prefix")
+    __slots__ = ("_protobuf", "body", "key", "name", "namespace", "obj", "prefix")
 
     def __init__(self, obj: dict[str, Any], prefix: bytes) -> None:
         meta = obj["metadata"]
@@ -54,6 +55,7 @@ class Record:
         self.body: bytes = ENCODER.encode(
             {k: v for k, v in obj.items() if k != "kind" and k != "apiVersion"}
         )
+        self._protobuf: bytes | None = None
 
     @property
     def rv(self) -> int:
@@ -62,6 +64,15 @@ class Record:
     def full(self) -> bytes:
         """The object's JSON with ``kind`` and ``apiVersion`` first."""
         return self.prefix + self.body[1:]
+
+    def protobuf(self, type_name: str) -> bytes:
+        """The object as a ``type_name`` protobuf message, without the envelope
+        (encoded once, as kube-apiserver's watch cache keeps an object's
+        serialization: a record never changes)."""
+        data = self._protobuf
+        if data is None:
+            data = self._protobuf = encode_message(self.obj, type_name)
+        return data
 
     def meta_json(self) -> bytes:
         """The object as a ``PartialObjectMetadata``."""

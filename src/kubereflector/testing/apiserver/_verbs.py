@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 from aiohttp import web
 
 from ...errors import failure_status
-from ...protobuf import has_kind
+from ...protobuf._encode import encode_list
+from ...protobuf._schema import kind_type
 from ._negotiation import (
     PATCH_TYPES,
     json_response,
@@ -201,7 +202,8 @@ def _one(record: Record, accept: str, info: ServedResource) -> web.Response:
     if mode == "json":
         return json_response(record.full())
     if mode == "protobuf":
-        return protobuf_response({"apiVersion": info.api_version, "kind": info.kind, **record.obj})
+        message = record.protobuf(_protobuf_type(info, info.kind))
+        return protobuf_response(info.api_version, info.kind, message)
     if mode == "meta":
         return json_response(record.meta_json())
     return json_response(ENCODER.encode(table(info, [record], record.rv, "", "Metadata")))
@@ -230,14 +232,10 @@ def _list(
     if query.shard_selector is not None:
         meta["shardInfo"] = {"selector": str(query.shard_selector)}
     if mode == "protobuf":
-        return protobuf_response(
-            {
-                "apiVersion": info.api_version,
-                "kind": info.list_kind,
-                "metadata": meta,
-                "items": [r.obj for r in page.records],
-            }
-        )
+        item_type = _protobuf_type(info, info.kind)
+        messages = [r.protobuf(item_type) for r in page.records]
+        message = encode_list(_protobuf_type(info, info.list_kind), meta, messages)
+        return protobuf_response(info.api_version, info.list_kind, message)
     if mode == "meta":
         head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
         items = b",".join([r.meta_json() for r in page.records])
@@ -455,7 +453,14 @@ def _writer(
 def _has_protobuf(info: ServedResource) -> bool:
     """Whether kube-apiserver answers ``info``'s objects in protobuf when asked
     (its built-in kinds the protobuf table knows; never a custom resource)."""
-    return info.builtin and has_kind(info.api_version, info.kind)
+    return info.builtin and kind_type(info.api_version, info.kind) is not None
+
+
+def _protobuf_type(info: ServedResource, kind: str) -> str:
+    """The protobuf type of ``kind`` in ``info``'s version (one :func:`_has_protobuf` allows)."""
+    type_name = kind_type(info.api_version, kind)
+    assert type_name is not None, kind
+    return type_name
 
 
 def _list_head(info: ServedResource) -> bytes:
