@@ -307,11 +307,6 @@ def _bytes(buf: bytes, wire: int, a: int, b: int, where: str) -> str:
     return base64.b64encode(buf[a:b]).decode("ascii")
 
 
-def _bool(buf: bytes, wire: int, a: int, b: int, where: str) -> bool:
-    _expect(wire, VARINT, where)
-    return a != 0
-
-
 def _int(buf: bytes, wire: int, a: int, b: int, where: str) -> int:
     _expect(wire, VARINT, where)
     return signed(a)
@@ -394,12 +389,7 @@ def _embedded_json(buf: bytes, wire: int, a: int, b: int, where: str) -> Any:
 
 
 _Scalar = Callable[[bytes, int, int, int, str], Any]
-_SCALARS: Final[dict[str, _Scalar]] = {
-    "string": _string,
-    "bytes": _bytes,
-    "bool": _bool,
-    "int32": _int,
-    "int64": _int,
+_SCALARS: Final[dict[str, _Scalar]] = {  # the special types: their own JSON
     "time": _time,
     "microtime": _micro_time,
     "quantity": _quantity,
