@@ -24,6 +24,7 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
+from .._compiled import caused_by
 from ._schema import INLINE, OMIT_EMPTY, POINTER, Shape, message
 from ._wire import BYTES, VARINT, ProtobufError, fields, read_varint, signed
 
@@ -151,13 +152,7 @@ def decode_message(
             continue
         code = field.code
         if code == _STRING:
-            _expect(wire, BYTES, f"{type_name}.{field.name}")
-            try:
-                value: Any = buf[i:j].decode()
-            except UnicodeDecodeError as err:
-                raise ProtobufError(
-                    f"{type_name}.{field.name}: a string that is not UTF-8 ({err.reason})"
-                ) from None
+            value: Any = _string(buf, wire, i, j, f"{type_name}.{field.name}")
         elif code == _MESSAGE:
             _expect(wire, BYTES, f"{type_name}.{field.name}")
             value = decode_message(buf, i, j, field.arg)
@@ -299,7 +294,9 @@ def _string(buf: bytes, wire: int, a: int, b: int, where: str) -> str:
     try:
         return buf[a:b].decode()
     except UnicodeDecodeError as err:
-        raise ProtobufError(f"{where}: a string that is not UTF-8 ({err.reason})") from None
+        raise caused_by(  # noqa: B904 (the cause is set: mypyc drops `from`)
+            ProtobufError(f"{where}: a string that is not UTF-8 ({err.reason})"), None
+        )
 
 
 def _bytes(buf: bytes, wire: int, a: int, b: int, where: str) -> str:
@@ -385,7 +382,9 @@ def _embedded_json(buf: bytes, wire: int, a: int, b: int, where: str) -> Any:
     try:
         return _json_decode(raw)
     except msgspec.DecodeError as err:
-        raise ProtobufError(f"{where}: embedded bytes that are not JSON ({err})") from None
+        raise caused_by(  # noqa: B904 (the cause is set: mypyc drops `from`)
+            ProtobufError(f"{where}: embedded bytes that are not JSON ({err})"), None
+        )
 
 
 _Scalar = Callable[[bytes, int, int, int, str], Any]

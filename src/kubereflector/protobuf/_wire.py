@@ -11,7 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-__all__ = ["BYTES", "FIXED32", "FIXED64", "VARINT", "ProtobufError", "fields", "read_varint"]
+from .._compiled import caused_by
+
+__all__ = [
+    "BYTES",
+    "FIXED32",
+    "FIXED64",
+    "VARINT",
+    "ProtobufError",
+    "fields",
+    "read_varint",
+    "signed",
+]
 
 VARINT: Final = 0
 FIXED64: Final = 1
@@ -40,7 +51,9 @@ def read_varint(buf: bytes, i: int) -> tuple[int, int]:
             if shift > 63:
                 raise ProtobufError(f"a varint longer than 10 bytes at offset {i}")
     except IndexError:
-        raise ProtobufError(f"the message ends inside a varint at offset {i}") from None
+        raise caused_by(  # noqa: B904 (the cause is set: mypyc drops `from`)
+            ProtobufError(f"the message ends inside a varint at offset {i}"), None
+        )
 
 
 def fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
