@@ -283,6 +283,12 @@ class _MappingMixin:
     def __copy__(self) -> Any:
         return self  # immutable
 
+    def __ne__(self, other: object) -> bool:
+        # msgspec's Struct defines its own __ne__ (field by field), which would
+        # otherwise answer for these classes' __eq__ (by content, dicts too).
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
     def __reduce__(self) -> tuple[Any, ...]:
         # An unpickled empty Raw is not the default object, so the JSON encoder
         # would write it (as nothing: broken JSON); restore the default instead.

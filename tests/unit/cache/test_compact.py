@@ -287,6 +287,16 @@ def test_to_compact_takes_dicts_bytes_and_passes_the_rest() -> None:
         decode_compact(b"[1, 2]")
 
 
+def test_not_equal_is_the_opposite_of_equal() -> None:
+    obj = to_compact(pod())
+    assert obj == pod()
+    assert not (obj != pod())  # noqa: SIM202 (the operator itself is under test)
+    assert obj != {**pod(), "spec": {}}
+    assert not (obj["metadata"] != pod()["metadata"])  # noqa: SIM202
+    assert obj["metadata"] != {"name": "other"}
+    assert not (obj != to_compact(pod()))  # noqa: SIM202
+
+
 def test_copies_and_pickling() -> None:
     obj = to_compact(pod())
     assert copy.copy(obj) is obj  # immutable: a shallow copy is the object
